@@ -1,0 +1,31 @@
+#include "gradlab/autograd/anomaly.hpp"
+
+#include <cmath>
+#include <sstream>
+
+namespace gradlab::autograd {
+
+TensorStats tensor_stats(const Tensor& t) {
+  TensorStats s;
+  s.numel = t.numel();
+  bool any = false;
+  for (double v : t.to_vector<double>()) {
+    if (std::isnan(v)) ++s.nan;
+    else if (std::isinf(v)) (v > 0 ? s.pos_inf : s.neg_inf)++;
+    else {
+      s.min = any ? std::min(s.min, v) : v;
+      s.max = any ? std::max(s.max, v) : v;
+      any = true;
+    }
+  }
+  return s;
+}
+
+std::string TensorStats::str(const Tensor& t) const {
+  std::ostringstream os;
+  os << "shape " << shape_str(t.sizes()) << " " << to_string(t.dtype()) << ", min " << min << ", max " << max
+     << ", nan " << nan << ", +inf " << pos_inf << ", -inf " << neg_inf;
+  return os.str();
+}
+
+}  // namespace gradlab::autograd

@@ -1,0 +1,84 @@
+#include "gradlab/autograd/function.hpp"
+
+#include "gradlab/core/tensor_impl.hpp"
+
+namespace gradlab::autograd {
+
+namespace {
+template <class V>
+const V& get(const std::variant<std::monostate, double, int64_t, bool, std::string, Shape, Tensor>& v,
+             const char* want) {
+  if (auto p = std::get_if<V>(&v)) return *p;
+  throw ValueError(error_message("SavedValue", "wrong type requested", want, "another type"));
+}
+}  // namespace
+
+double SavedValue::toDouble() const {
+  if (auto p = std::get_if<int64_t>(&v_)) return static_cast<double>(*p);
+  return get<double>(v_, "double");
+}
+int64_t SavedValue::toInt() const { return get<int64_t>(v_, "int64"); }
+bool SavedValue::toBool() const { return get<bool>(v_, "bool"); }
+const std::string& SavedValue::toString() const { return get<std::string>(v_, "string"); }
+const Shape& SavedValue::toShape() const { return get<Shape>(v_, "Shape"); }
+const Tensor& SavedValue::toTensor() const { return get<Tensor>(v_, "Tensor"); }
+
+void AutogradContext::save_for_backward(TensorList tensors) { to_save_ = std::move(tensors); }
+
+void AutogradContext::finish_forward(const std::vector<Tensor*>& outputs) {
+  saved_.resize(to_save_.size());
+  for (size_t i = 0; i < to_save_.size(); ++i) {
+    const Tensor& t = to_save_[i];
+    if (!t.defined()) continue;
+    bool is_output = false;
+    for (const Tensor* o : outputs)
+      if (o->impl() == t.impl()) is_output = true;
+    if (is_output) {
+      // Saved outputs are stored without grad_fn; unpack gives it back with the right slot.
+      for (size_t k = 0; k < outputs.size(); ++k)
+        if (outputs[k]->impl() == t.impl()) {
+          saved_[i].save(t, node_, true, static_cast<uint32_t>(k));
+        }
+    } else {
+      saved_[i].save(t, node_, false);
+    }
+  }
+  to_save_.clear();
+}
+
+TensorList AutogradContext::get_saved_variables() const {
+  TensorList r;
+  for (const auto& s : saved_) r.push_back(s.unpack());
+  return r;
+}
+
+bool AutogradContext::needs_input_grad(size_t i) const {
+  // Index over forward arguments: map to the i-th tensor argument's edge.
+  return node_ && node_->needs_input_grad(i);
+}
+
+void AutogradContext::mark_non_differentiable(const TensorList& outputs) {
+  for (const auto& t : outputs) non_differentiable_.push_back(t);
+}
+
+std::vector<const TensorImpl*> AutogradContext::non_differentiable() const {
+  std::vector<const TensorImpl*> r;
+  for (const auto& t : non_differentiable_) r.push_back(t.impl());
+  return r;
+}
+
+void AutogradContext::release() {
+  for (auto& s : saved_) s.reset();
+  // keep saved_ entries: unpack of a reset entry raises the "backward twice" error
+}
+
+std::string demangle(const char* mangled) {
+  int status = 0;
+  char* d = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+  std::string r = status == 0 && d ? d : mangled;
+  std::free(d);
+  auto p = r.rfind("::");
+  return p == std::string::npos ? r : r.substr(p + 2);
+}
+
+}  // namespace gradlab::autograd

@@ -1,0 +1,156 @@
+#pragma once
+// Custom autograd functions, as in LibTorch:
+//
+//   struct MulConstant : gradlab::autograd::Function<MulConstant> {
+//     static Tensor forward(AutogradContext* ctx, Tensor x, double c) {
+//       ctx->saved_data["c"] = c;
+//       return x * c;
+//     }
+//     static TensorList backward(AutogradContext* ctx, TensorList grad_outputs) {
+//       return {grad_outputs[0] * ctx->saved_data["c"].toDouble(), Tensor()};
+//     }
+//   };
+//   Tensor y = MulConstant::apply(x, 5.5);
+//
+// forward runs with grad mode off; backward returns one gradient per forward argument
+// (an undefined Tensor for non-tensor arguments or inputs that need none).
+
+#include <cxxabi.h>
+
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <typeinfo>
+#include <variant>
+
+#include "gradlab/autograd/grad_mode.hpp"
+#include "gradlab/autograd/record.hpp"
+
+namespace gradlab::autograd {
+
+/// A value kept in ctx->saved_data (LibTorch's IValue, reduced to what backward needs).
+class SavedValue {
+ public:
+  SavedValue() = default;
+  SavedValue(double v) : v_(v) {}           // NOLINT
+  SavedValue(float v) : v_(double(v)) {}     // NOLINT
+  SavedValue(int64_t v) : v_(v) {}          // NOLINT
+  SavedValue(int v) : v_(int64_t(v)) {}      // NOLINT
+  SavedValue(bool v) : v_(v) {}             // NOLINT
+  SavedValue(std::string v) : v_(std::move(v)) {}  // NOLINT
+  SavedValue(Shape v) : v_(std::move(v)) {}        // NOLINT
+  SavedValue(Tensor v) : v_(std::move(v)) {}       // NOLINT
+  double toDouble() const;
+  int64_t toInt() const;
+  bool toBool() const;
+  const std::string& toString() const;
+  const Shape& toShape() const;
+  const Tensor& toTensor() const;
+
+ private:
+  std::variant<std::monostate, double, int64_t, bool, std::string, Shape, Tensor> v_;
+};
+
+/// What forward leaves for backward (LibTorch's AutogradContext).
+class AutogradContext {
+ public:
+  /// Tensors backward will need; checked for in-place modification when unpacked.
+  void save_for_backward(TensorList tensors);
+  /// The tensors given to save_for_backward, in order.
+  TensorList get_saved_variables() const;
+  /// Non-tensor values for backward.
+  std::map<std::string, SavedValue> saved_data;
+  /// Does forward input i need a gradient?
+  bool needs_input_grad(size_t i) const;
+  /// Outputs that never get a gradient (e.g. indices).
+  void mark_non_differentiable(const TensorList& outputs);
+  /// When false, backward receives undefined tensors (not zeros) for outputs without gradient.
+  void set_materialize_grads(bool value) { materialize_grads_ = value; }
+
+  // ---- used by Function<T> ---------------------------------------------------------------
+  void bind(Node* node) { node_ = node; }
+  void finish_forward(const std::vector<Tensor*>& outputs);
+  std::vector<const TensorImpl*> non_differentiable() const;
+  bool materialize_grads() const { return materialize_grads_; }
+  void release();
+
+ private:
+  Node* node_ = nullptr;
+  TensorList to_save_;
+  std::vector<SavedTensor> saved_;
+  TensorList non_differentiable_;
+  bool materialize_grads_ = true;
+};
+
+/// "MyFunc" from a type (demangled), used to name custom nodes "MyFuncBackward".
+std::string demangle(const char* mangled);
+
+/// The graph node of a custom function.
+template <class T>
+class CppNode final : public Node {
+ public:
+  std::string name() const override { return demangle(typeid(T).name()) + "Backward"; }
+  GradList apply(GradList&& grads) override {
+    if (!ctx.materialize_grads())
+      for (size_t i = 0; i < grads.size(); ++i)
+        if (grads[i].defined() && !output_meta()[i].differentiable) grads[i] = Tensor();
+    TensorList r = T::backward(&ctx, std::move(grads));
+    // Keep only the gradients of tensor arguments, in edge order.
+    GradList out;
+    GRADLAB_CHECK(r.size() == arg_is_tensor.size(), AutogradError, name(),
+                  "backward returned the wrong number of gradients",
+                  std::to_string(arg_is_tensor.size()) + " (one per forward argument)",
+                  std::to_string(r.size()),
+                  "return an undefined Tensor() for non-tensor arguments");
+    for (size_t i = 0; i < r.size(); ++i)
+      if (arg_is_tensor[i]) out.push_back(std::move(r[i]));
+    return out;
+  }
+  void release_variables() override {
+    ctx.release();
+    released_ = true;
+  }
+  AutogradContext ctx;
+  std::vector<bool> arg_is_tensor;
+};
+
+/// CRTP base of a custom function: T defines static forward(AutogradContext*, args...) and
+/// static backward(AutogradContext*, TensorList).
+template <class T>
+struct Function {
+  template <class... Args>
+  static auto apply(Args&&... args) {
+    return apply_at(Site::unknown(), std::forward<Args>(args)...);
+  }
+  /// apply, naming the call site for diagnostics.
+  template <class... Args>
+  static auto apply_at(const Site& site, Args&&... args) {
+    std::vector<const Tensor*> inputs;
+    (detail::collect(inputs, args), ...);
+    auto node = std::make_shared<CppNode<T>>();
+    node->site = site;
+    (node->arg_is_tensor.push_back(std::is_same_v<std::decay_t<Args>, Tensor>), ...);
+    node->ctx.bind(node.get());
+    const bool rec = should_record(inputs);
+    auto out = [&] {
+      AutoGradMode no_grad(false);
+      return T::forward(&node->ctx, std::forward<Args>(args)...);
+    }();
+    std::vector<Tensor*> outputs;
+    detail::outputs_of(outputs, out);
+    // An output that is an input unchanged would get this node as grad_fn: make it a new handle.
+    for (Tensor* o : outputs)
+      for (const Tensor* in : inputs)
+        if (o->defined() && o->impl() == in->impl()) *o = o->detach();
+    if (rec) {
+      connect(node, inputs, outputs, node->ctx.non_differentiable());
+      node->ctx.finish_forward(outputs);
+    }
+    check_forward_anomaly("custom Function", site, inputs, outputs);
+    return out;
+  }
+};
+
+}  // namespace gradlab::autograd

@@ -1,0 +1,39 @@
+#pragma once
+// Whether ops record a graph. Thread-local, like PyTorch's grad mode.
+
+namespace gradlab {
+
+/// Global (thread-local) switch read by every op.
+struct GradMode {
+  static bool is_enabled();
+  static void set_enabled(bool enabled);
+};
+
+/// Sets grad mode for a scope and restores it after.
+class AutoGradMode {
+ public:
+  explicit AutoGradMode(bool enabled) : prev_(GradMode::is_enabled()) {
+    GradMode::set_enabled(enabled);
+  }
+  ~AutoGradMode() { GradMode::set_enabled(prev_); }
+  AutoGradMode(const AutoGradMode&) = delete;
+  AutoGradMode& operator=(const AutoGradMode&) = delete;
+
+ private:
+  bool prev_;
+};
+
+/// No graph is recorded inside this scope (torch::NoGradGuard): for evaluation and for
+/// updating parameters in place.
+class NoGradGuard : public AutoGradMode {
+ public:
+  NoGradGuard() : AutoGradMode(false) {}
+};
+
+/// Turns recording back on inside a NoGradGuard scope.
+class EnableGradGuard : public AutoGradMode {
+ public:
+  EnableGradGuard() : AutoGradMode(true) {}
+};
+
+}  // namespace gradlab

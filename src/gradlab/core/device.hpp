@@ -1,0 +1,30 @@
+#pragma once
+// Where a tensor's storage lives. Every tensor carries a Device; only the CPU computes in this build.
+
+#include <cstdint>
+#include <string>
+
+namespace gradlab {
+
+enum class DeviceType : int8_t { CPU, CUDA };
+
+/// A device: a type and, for CUDA, an index (-1 = the current one).
+struct Device {
+  DeviceType type = DeviceType::CPU;
+  int16_t index = -1;
+  constexpr Device() = default;
+  constexpr Device(DeviceType t, int16_t i = -1) : type(t), index(i) {}
+  bool is_cpu() const { return type == DeviceType::CPU; }
+  bool is_cuda() const { return type == DeviceType::CUDA; }
+  /// "cpu", "cuda", "cuda:1".
+  std::string str() const;
+  friend bool operator==(const Device&, const Device&) = default;
+};
+
+inline constexpr DeviceType kCPU = DeviceType::CPU;
+inline constexpr DeviceType kCUDA = DeviceType::CUDA;
+
+/// Throws DeviceError unless `d` can hold tensors in this build (only the CPU can).
+void check_device_available(const Device& d, const char* op);
+
+}  // namespace gradlab

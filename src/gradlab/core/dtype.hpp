@@ -1,0 +1,50 @@
+#pragma once
+// Element types. float32/float64 carry gradients; int64 (labels, indices) and bool (masks) never do.
+// float16/bfloat16 have a name and a size so storage can hold them later; no CPU op computes on them.
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+namespace gradlab {
+
+enum class ScalarType : int8_t { Float32, Float64, Int64, Bool, Float16, BFloat16 };
+using Dtype = ScalarType;
+
+inline constexpr ScalarType kFloat32 = ScalarType::Float32;
+inline constexpr ScalarType kFloat = ScalarType::Float32;
+inline constexpr ScalarType kFloat64 = ScalarType::Float64;
+inline constexpr ScalarType kDouble = ScalarType::Float64;
+inline constexpr ScalarType kInt64 = ScalarType::Int64;
+inline constexpr ScalarType kLong = ScalarType::Int64;
+inline constexpr ScalarType kBool = ScalarType::Bool;
+inline constexpr ScalarType kFloat16 = ScalarType::Float16;
+inline constexpr ScalarType kHalf = ScalarType::Float16;
+inline constexpr ScalarType kBFloat16 = ScalarType::BFloat16;
+
+/// Bytes per element.
+std::size_t element_size(ScalarType t);
+/// "float32", "float64", "int64", "bool", "float16", "bfloat16".
+std::string to_string(ScalarType t);
+/// float32, float64, float16, bfloat16.
+bool is_floating_point(ScalarType t);
+/// float32 or float64: the dtypes CPU kernels compute in.
+bool is_computable_float(ScalarType t);
+/// PyTorch's promotion of two tensor dtypes: bool < int64 < floating; among floats the wider wins.
+ScalarType promote_types(ScalarType a, ScalarType b);
+/// The dtype factories use when none is given (float32, like PyTorch).
+ScalarType default_dtype();
+
+/// C++ type -> ScalarType.
+template <class T>
+constexpr ScalarType dtype_of() {
+  if constexpr (std::is_same_v<T, float>) return kFloat32;
+  else if constexpr (std::is_same_v<T, double>) return kFloat64;
+  else if constexpr (std::is_same_v<T, bool>) return kBool;
+  else {
+    static_assert(std::is_integral_v<T>, "dtype_of: unsupported C++ type");
+    return kInt64;
+  }
+}
+
+}  // namespace gradlab

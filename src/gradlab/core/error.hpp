@@ -1,0 +1,75 @@
+#pragma once
+// Errors and call sites. Every message has one shape:
+//   "<op>: <what is wrong>; expected <X>, got <Y>; hint: <what to do>"
+
+#include <source_location>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace gradlab {
+
+/// Where in the user's code something happened (a tensor made, an in-place write).
+/// Public ops take `Site site = {}` as their last parameter: the default argument is evaluated
+/// at the caller, so the location is the user's line, not gradlab's.
+struct Site {
+  std::source_location loc;
+  constexpr Site(std::source_location l = std::source_location::current()) noexcept : loc(l) {}
+  static constexpr Site current(std::source_location l = std::source_location::current()) noexcept {
+    return Site(l);
+  }
+  /// A site that names no place (line 0).
+  static Site unknown() noexcept;
+  bool known() const noexcept { return loc.line() != 0; }
+  /// "file.cpp:12 (in main)", or "<unknown site>".
+  std::string str() const;
+};
+
+/// Base of every exception gradlab throws.
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+/// Sizes that do not fit the op (broadcasting, matmul, reshape, index out of range...).
+class ShapeError : public Error {
+ public:
+  using Error::Error;
+};
+/// A dtype the op cannot take, or a bad mix of dtypes.
+class DTypeError : public Error {
+ public:
+  using Error::Error;
+};
+/// A device that is not available, or tensors on different devices in one op.
+class DeviceError : public Error {
+ public:
+  using Error::Error;
+};
+/// Misuse of autograd: backward on a non-scalar, a freed graph, an in-place write on a leaf...
+class AutogradError : public Error {
+ public:
+  using Error::Error;
+};
+/// Reading or writing files.
+class IOError : public Error {
+ public:
+  using Error::Error;
+};
+/// A bad argument value that is not about shape, dtype or device (negative eps, empty list...).
+class ValueError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// Builds the standard message "<op>: <what>; expected <X>, got <Y>; hint: <H>".
+/// Empty parts are left out.
+std::string error_message(std::string_view op, std::string_view what, std::string_view expected = {},
+                          std::string_view got = {}, std::string_view hint = {});
+
+}  // namespace gradlab
+
+/// Throws `Kind(error_message(...))` unless `cond` holds.
+#define GRADLAB_CHECK(cond, Kind, ...)                               \
+  do {                                                               \
+    if (!(cond)) throw Kind(::gradlab::error_message(__VA_ARGS__));  \
+  } while (0)

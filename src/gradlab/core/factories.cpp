@@ -1,0 +1,211 @@
+#include "gradlab/core/factories.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "gradlab/backend/cpu/cpu.hpp"
+#include "gradlab/backend/cpu/loops.hpp"
+#include "gradlab/core/tensor_impl.hpp"
+
+namespace gradlab {
+
+namespace {
+
+// Factory result: storage on the requested device, then requires_grad from the options.
+Tensor finish(Tensor t, const TensorOptions& o, const char* op) {
+  if (o.requires_grad()) {
+    GRADLAB_CHECK(t.is_floating_point(), AutogradError, op,
+                  "only floating point tensors can require gradients", "float32 or float64",
+                  to_string(t.dtype()));
+    t.requires_grad_(true);
+  }
+  return t;
+}
+
+Tensor alloc(const Shape& shape, const TensorOptions& o, const char* op) {
+  check_device_available(o.device(), op);
+  const ScalarType dt = o.dtype();
+  GRADLAB_CHECK(dt == kFloat32 || dt == kFloat64 || dt == kInt64 || dt == kBool, DTypeError, op,
+                "dtype " + to_string(dt) + " has no CPU kernels in this version",
+                "float32, float64, int64 or bool", to_string(dt),
+                "float16/bfloat16 are storage types for a CUDA build; use float32 on the CPU");
+  for (auto s : shape)
+    GRADLAB_CHECK(s >= 0, ShapeError, op, "negative size in shape", "sizes >= 0", shape_str(shape));
+  return make_tensor(shape, dt, o.device());
+}
+
+template <class F>
+Tensor generate(const Shape& shape, const TensorOptions& o, const char* op, F&& next) {
+  Tensor t = alloc(shape, o, op);
+  cpu::visit_dtype(t.dtype(), op, [&]<class T>() {
+    T* p = cpu::ptr<T>(t);
+    for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<T>(next());
+  });
+  return finish(t, o, op);
+}
+
+TensorOptions like(const Tensor& t, const std::optional<TensorOptions>& o) {
+  if (!o) return t.options();
+  TensorOptions r = *o;
+  if (!r.has_dtype()) r = r.dtype(t.dtype());
+  return r;
+}
+
+}  // namespace
+
+Tensor empty(const Shape& shape, TensorOptions o) { return finish(alloc(shape, o, "empty"), o, "empty"); }
+Tensor zeros(const Shape& shape, TensorOptions o) { return full(shape, 0.0, o.has_dtype() ? o : o.dtype(default_dtype())); }
+Tensor ones(const Shape& shape, TensorOptions o) { return full(shape, 1.0, o.has_dtype() ? o : o.dtype(default_dtype())); }
+Tensor full(const Shape& shape, const Scalar& value, TensorOptions o) {
+  if (!o.has_dtype()) o = o.dtype(value.natural_dtype());
+  Tensor t = alloc(shape, o, "full");
+  cpu::fill(t, value);
+  return finish(t, o, "full");
+}
+Tensor scalar_tensor(const Scalar& value, TensorOptions o) { return full({}, value, o); }
+
+Tensor arange(const Scalar& end, TensorOptions o) { return arange(0, end, 1, o); }
+Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, TensorOptions o) {
+  const double s = start.to_double(), e = end.to_double(), st = step.to_double();
+  GRADLAB_CHECK(st != 0, ValueError, "arange", "step must be nonzero", "step != 0", "0");
+  GRADLAB_CHECK((e - s) / st >= 0, ValueError, "arange", "upper bound and larger bound inconsistent with step sign",
+                "sign(end - start) == sign(step)", "start=" + std::to_string(s) + ", end=" + std::to_string(e) + ", step=" + std::to_string(st));
+  if (!o.has_dtype()) {
+    bool all_int = !start.is_floating_point() && !end.is_floating_point() && !step.is_floating_point();
+    o = o.dtype(all_int ? kInt64 : default_dtype());
+  }
+  const int64_t n = static_cast<int64_t>(std::ceil((e - s) / st));
+  int64_t i = 0;
+  return generate({n}, o, "arange", [&] { return s + st * static_cast<double>(i++); });
+}
+
+Tensor linspace(double start, double end, int64_t steps, TensorOptions o) {
+  GRADLAB_CHECK(steps >= 0, ValueError, "linspace", "number of steps must be non-negative", "steps >= 0", std::to_string(steps));
+  const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
+  int64_t i = 0;
+  return generate({steps}, o, "linspace", [&] {
+    // Fill from both ends, as PyTorch does, so the last value is exactly `end`.
+    double v = i < steps / 2 ? start + step * static_cast<double>(i) : end - step * static_cast<double>(steps - 1 - i);
+    ++i;
+    return v;
+  });
+}
+
+Tensor eye(int64_t n, std::optional<int64_t> m, TensorOptions o) {
+  const int64_t cols = m.value_or(n);
+  int64_t i = 0;
+  return generate({n, cols}, o, "eye", [&] {
+    int64_t r = i / std::max<int64_t>(cols, 1), c = i % std::max<int64_t>(cols, 1);
+    ++i;
+    return r == c ? 1.0 : 0.0;
+  });
+}
+
+Tensor rand(const Shape& shape, TensorOptions o, Generator* gen) {
+  Generator& g = gen ? *gen : default_generator();
+  GRADLAB_CHECK(is_floating_point(o.dtype()), DTypeError, "rand", "needs a floating dtype", "float32 or float64", to_string(o.dtype()));
+  return generate(shape, o, "rand", [&] { return g.uniform(); });
+}
+
+Tensor randn(const Shape& shape, TensorOptions o, Generator* gen) {
+  Generator& g = gen ? *gen : default_generator();
+  GRADLAB_CHECK(is_floating_point(o.dtype()), DTypeError, "randn", "needs a floating dtype", "float32 or float64", to_string(o.dtype()));
+  return generate(shape, o, "randn", [&] { return g.normal(); });
+}
+
+Tensor randint(int64_t low, int64_t high, const Shape& shape, TensorOptions o, Generator* gen) {
+  Generator& g = gen ? *gen : default_generator();
+  if (!o.has_dtype()) o = o.dtype(kInt64);
+  GRADLAB_CHECK(high > low, ValueError, "randint", "empty range", "low < high",
+                "low=" + std::to_string(low) + ", high=" + std::to_string(high));
+  return generate(shape, o, "randint", [&] { return static_cast<double>(g.randint(low, high)); });
+}
+
+Tensor randperm(int64_t n, Generator* gen) {
+  Generator& g = gen ? *gen : default_generator();
+  std::vector<int64_t> p(static_cast<size_t>(n));
+  std::iota(p.begin(), p.end(), 0);
+  // Fisher-Yates with our own randint: the same permutation on every platform.
+  for (int64_t i = n - 1; i > 0; --i) std::swap(p[i], p[g.randint(0, i + 1)]);
+  return from_vector(p, {n});
+}
+
+Tensor empty_like(const Tensor& t, std::optional<TensorOptions> o) { return empty(t.sizes(), like(t, o)); }
+Tensor zeros_like(const Tensor& t, std::optional<TensorOptions> o) { return zeros(t.sizes(), like(t, o)); }
+Tensor ones_like(const Tensor& t, std::optional<TensorOptions> o) { return ones(t.sizes(), like(t, o)); }
+Tensor full_like(const Tensor& t, const Scalar& v, std::optional<TensorOptions> o) { return full(t.sizes(), v, like(t, o)); }
+Tensor rand_like(const Tensor& t, Generator* gen) { return rand(t.sizes(), t.options(), gen); }
+Tensor randn_like(const Tensor& t, Generator* gen) { return randn(t.sizes(), t.options(), gen); }
+
+namespace {
+template <class V>
+Tensor from_values(const V& values, const Shape& shape, TensorOptions o, ScalarType natural) {
+  GRADLAB_CHECK(static_cast<int64_t>(values.size()) == numel_of(shape), ShapeError, "from_vector",
+                "number of values does not match the shape",
+                std::to_string(numel_of(shape)) + " values for shape " + shape_str(shape),
+                std::to_string(values.size()) + " values");
+  if (!o.has_dtype()) o = o.dtype(natural);
+  size_t i = 0;
+  return generate(shape, o, "from_vector", [&] { return static_cast<double>(values[i++]); });
+}
+}  // namespace
+
+Tensor from_vector(const std::vector<double>& v, const Shape& s, TensorOptions o) {
+  if (!o.has_dtype()) o = o.dtype(default_dtype());
+  if (o.dtype() == kFloat64) {  // exact: no trip through float
+    Tensor t = alloc(s, o, "from_vector");
+    GRADLAB_CHECK(static_cast<int64_t>(v.size()) == numel_of(s), ShapeError, "from_vector",
+                  "number of values does not match the shape",
+                  std::to_string(numel_of(s)) + " values for shape " + shape_str(s), std::to_string(v.size()) + " values");
+    std::copy(v.begin(), v.end(), cpu::ptr<double>(t));
+    return finish(t, o, "from_vector");
+  }
+  return from_values(v, s, o, default_dtype());
+}
+Tensor from_vector(const std::vector<int64_t>& v, const Shape& s, TensorOptions o) {
+  if (!o.has_dtype() || o.dtype() == kInt64) {  // exact for large integers
+    o = o.dtype(kInt64);
+    Tensor t = alloc(s, o, "from_vector");
+    GRADLAB_CHECK(static_cast<int64_t>(v.size()) == numel_of(s), ShapeError, "from_vector",
+                  "number of values does not match the shape",
+                  std::to_string(numel_of(s)) + " values for shape " + shape_str(s), std::to_string(v.size()) + " values");
+    std::copy(v.begin(), v.end(), cpu::ptr<int64_t>(t));
+    return t;
+  }
+  return from_values(v, s, o, kInt64);
+}
+Tensor from_vector(const std::vector<bool>& v, const Shape& s, TensorOptions o) { return from_values(v, s, o, kBool); }
+
+namespace {
+template <class T>
+Tensor nested(std::initializer_list<std::initializer_list<T>> values, TensorOptions o, ScalarType natural) {
+  std::vector<double> flat;
+  size_t cols = values.size() ? values.begin()->size() : 0;
+  for (auto& row : values) {
+    GRADLAB_CHECK(row.size() == cols, ShapeError, "tensor", "rows of different lengths",
+                  std::to_string(cols) + " values per row", std::to_string(row.size()));
+    for (auto x : row) flat.push_back(static_cast<double>(x));
+  }
+  if (!o.has_dtype()) o = o.dtype(natural);
+  return from_vector(flat, {static_cast<int64_t>(values.size()), static_cast<int64_t>(cols)}, o);
+}
+}  // namespace
+
+Tensor tensor(std::initializer_list<double> v, TensorOptions o) {
+  return from_vector(std::vector<double>(v), {static_cast<int64_t>(v.size())}, o);
+}
+Tensor tensor(std::initializer_list<std::initializer_list<double>> v, TensorOptions o) { return nested(v, o, default_dtype()); }
+Tensor tensor(std::initializer_list<int> v, TensorOptions o) {
+  return from_vector(std::vector<int64_t>(v.begin(), v.end()), {static_cast<int64_t>(v.size())}, o);
+}
+Tensor tensor(std::initializer_list<std::initializer_list<int>> v, TensorOptions o) { return nested(v, o, kInt64); }
+Tensor tensor(std::initializer_list<int64_t> v, TensorOptions o) {
+  return from_vector(std::vector<int64_t>(v), {static_cast<int64_t>(v.size())}, o);
+}
+Tensor tensor(std::initializer_list<bool> v, TensorOptions o) {
+  return from_vector(std::vector<bool>(v), {static_cast<int64_t>(v.size())}, o);
+}
+Tensor tensor(double value, TensorOptions o) { return from_vector(std::vector<double>{value}, {}, o); }
+
+}  // namespace gradlab

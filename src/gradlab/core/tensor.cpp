@@ -1,0 +1,331 @@
+#include "gradlab/core/tensor.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <iomanip>
+#include <ostream>
+#include <sstream>
+
+#include "gradlab/autograd/engine.hpp"
+#include "gradlab/autograd/grad_mode.hpp"
+#include "gradlab/autograd/node.hpp"
+#include "gradlab/backend/cpu/cpu.hpp"
+#include "gradlab/core/tensor_impl.hpp"
+
+namespace gradlab {
+
+Tensor make_tensor(const Shape& shape, ScalarType dtype, Device device) {
+  for (auto s : shape)
+    GRADLAB_CHECK(s >= 0, ShapeError, "empty", "negative size in shape", "sizes >= 0", shape_str(shape));
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::make_shared<Storage>(static_cast<size_t>(numel_of(shape)) * element_size(dtype), device);
+  impl->sizes = shape;
+  impl->strides = contiguous_strides(shape);
+  impl->dtype = dtype;
+  return Tensor(std::move(impl));
+}
+
+Tensor make_view(const Tensor& base, Shape sizes, Strides strides, int64_t offset) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = base.impl()->storage;
+  impl->offset = offset;
+  impl->sizes = std::move(sizes);
+  impl->strides = std::move(strides);
+  impl->dtype = base.dtype();
+  // Views of views point at the first base (PyTorch's _base).
+  impl->view_base = base.impl()->view_base ? base.impl()->view_base : base.impl_ptr();
+  return Tensor(std::move(impl));
+}
+
+void Tensor::check_defined(const char* what) const {
+  GRADLAB_CHECK(impl_ != nullptr, ValueError, what, "the tensor is undefined",
+                "a defined tensor", "Tensor()", "an undefined tensor has no data or shape; "
+                "for .grad(), run backward first");
+}
+
+const Shape& Tensor::sizes() const { check_defined("sizes"); return impl_->sizes; }
+int64_t Tensor::size(int64_t d) const {
+  check_defined("size");
+  GRADLAB_CHECK(dim() > 0, ShapeError, "size", "a 0-d tensor has no dims", "a tensor with dims", "shape []");
+  return impl_->sizes[wrap_dim(d, dim(), "size")];
+}
+const Strides& Tensor::strides() const { check_defined("strides"); return impl_->strides; }
+int64_t Tensor::stride(int64_t d) const { check_defined("stride"); return impl_->strides[wrap_dim(d, dim(), "stride")]; }
+int64_t Tensor::dim() const { check_defined("dim"); return static_cast<int64_t>(impl_->sizes.size()); }
+int64_t Tensor::numel() const { check_defined("numel"); return impl_->numel(); }
+ScalarType Tensor::dtype() const { check_defined("dtype"); return impl_->dtype; }
+Device Tensor::device() const { check_defined("device"); return impl_->storage->device(); }
+TensorOptions Tensor::options() const { return TensorOptions().dtype(dtype()).device(device()); }
+int64_t Tensor::storage_offset() const { check_defined("storage_offset"); return impl_->offset; }
+bool Tensor::is_same_storage(const Tensor& o) const {
+  return defined() && o.defined() && impl_->storage == o.impl_->storage;
+}
+uint32_t Tensor::version() const { check_defined("version"); return impl_->storage->version(); }
+
+bool Tensor::is_contiguous() const {
+  check_defined("is_contiguous");
+  int64_t expected = 1;
+  for (size_t i = impl_->sizes.size(); i-- > 0;) {
+    if (impl_->sizes[i] == 1) continue;
+    if (impl_->strides[i] != expected) return false;
+    expected *= impl_->sizes[i];
+  }
+  return true;
+}
+
+template <class T>
+T* Tensor::data_ptr() const {
+  check_defined("data_ptr");
+  GRADLAB_CHECK(dtype_of<std::remove_const_t<T>>() == dtype(), DTypeError, "data_ptr",
+                "element type does not match the tensor", to_string(dtype()),
+                to_string(dtype_of<std::remove_const_t<T>>()));
+  return reinterpret_cast<T*>(impl_->data());
+}
+template float* Tensor::data_ptr<float>() const;
+template double* Tensor::data_ptr<double>() const;
+template int64_t* Tensor::data_ptr<int64_t>() const;
+template bool* Tensor::data_ptr<bool>() const;
+template const float* Tensor::data_ptr<const float>() const;
+template const double* Tensor::data_ptr<const double>() const;
+template const int64_t* Tensor::data_ptr<const int64_t>() const;
+template const bool* Tensor::data_ptr<const bool>() const;
+
+template <class T>
+std::vector<T> Tensor::to_vector() const {
+  check_defined("to_vector");
+  Tensor c = cpu::cast(*this, dtype_of<T>());
+  const T* p = reinterpret_cast<const T*>(c.impl()->data());
+  return std::vector<T>(p, p + c.numel());
+}
+template std::vector<float> Tensor::to_vector<float>() const;
+template std::vector<double> Tensor::to_vector<double>() const;
+template std::vector<int64_t> Tensor::to_vector<int64_t>() const;
+
+template <>
+std::vector<bool> Tensor::to_vector<bool>() const {
+  std::vector<int64_t> v = to(kBool).to_vector<int64_t>();
+  return std::vector<bool>(v.begin(), v.end());
+}
+
+template <class T>
+T Tensor::item() const {
+  check_defined("item");
+  GRADLAB_CHECK(numel() == 1, ShapeError, "item", "only one-element tensors can be converted to a number",
+                "1 element", std::to_string(numel()) + " elements (shape " + shape_str(sizes()) + ")",
+                "reduce first (sum, mean) or index one element with select / operator[]");
+  if constexpr (std::is_same_v<T, bool>) return to_vector<int64_t>()[0] != 0;
+  else return static_cast<T>(to_vector<std::conditional_t<std::is_floating_point_v<T>, double, int64_t>>()[0]);
+}
+template float Tensor::item<float>() const;
+template double Tensor::item<double>() const;
+template int64_t Tensor::item<int64_t>() const;
+template int Tensor::item<int>() const;
+template bool Tensor::item<bool>() const;
+
+// ---- autograd accessors ---------------------------------------------------------------------
+
+bool Tensor::requires_grad() const {
+  return defined() && (impl_->autograd.requires_grad || impl_->autograd.grad_fn != nullptr);
+}
+
+Tensor& Tensor::requires_grad_(bool r) {
+  check_defined("requires_grad_");
+  if (!is_leaf()) {
+    GRADLAB_CHECK(r, AutogradError, "requires_grad_",
+                  "you can only change requires_grad flags of leaf variables", "a leaf tensor",
+                  "a tensor made by " + impl_->autograd.grad_fn->name(),
+                  "use detach() to get a leaf that does not require grad");
+    return *this;
+  }
+  GRADLAB_CHECK(!r || is_floating_point(), AutogradError, "requires_grad_",
+                "only floating point tensors can require gradients", "float32 or float64",
+                to_string(dtype()), "int64 and bool tensors (labels, indices, masks) never get a gradient");
+  impl_->autograd.requires_grad = r;
+  return *this;
+}
+
+const Tensor& Tensor::grad() const {
+  check_defined("grad");
+  return impl_->autograd.grad;
+}
+Tensor& Tensor::mutable_grad() {
+  check_defined("mutable_grad");
+  return impl_->autograd.grad;
+}
+void Tensor::zero_grad(bool set_to_none) {
+  Tensor& g = mutable_grad();
+  if (!g.defined()) return;
+  if (set_to_none) {
+    g = Tensor();
+  } else {
+    NoGradGuard ng;
+    if (g.grad_fn()) g = g.detach();
+    g.zero_();
+  }
+}
+bool Tensor::is_leaf() const { check_defined("is_leaf"); return impl_->autograd.grad_fn == nullptr; }
+std::shared_ptr<autograd::Node> Tensor::grad_fn() const {
+  return defined() ? impl_->autograd.grad_fn : nullptr;
+}
+uint32_t Tensor::output_nr() const { return defined() ? impl_->autograd.output_nr : 0; }
+
+void Tensor::retain_grad() {
+  check_defined("retain_grad");
+  GRADLAB_CHECK(requires_grad(), AutogradError, "retain_grad",
+                "can't retain_grad on a tensor that has requires_grad=false",
+                "a tensor that requires grad", "requires_grad=false");
+  if (is_leaf()) return;  // leaves keep .grad anyway
+  impl_->autograd.retains_grad = true;
+  impl_->autograd.grad_fn->retained[impl_->autograd.output_nr] = impl_;
+}
+bool Tensor::retains_grad() const { return defined() && impl_->autograd.retains_grad; }
+
+void Tensor::backward(const Tensor& gradient, std::optional<bool> retain_graph, bool create_graph,
+                      Site site) const {
+  check_defined("backward");
+  autograd::backward({*this}, {gradient}, retain_graph, create_graph, site);
+}
+
+unsigned Tensor::register_hook(GradHook hook) {
+  check_defined("register_hook");
+  GRADLAB_CHECK(requires_grad(), AutogradError, "register_hook",
+                "cannot register a hook on a tensor that doesn't require gradient",
+                "a tensor that requires grad", "requires_grad=false");
+  unsigned id = autograd::next_hook_id();
+  if (is_leaf()) impl_->autograd.leaf_hooks.emplace_back(id, std::move(hook));
+  else impl_->autograd.grad_fn->pre_hooks[impl_->autograd.output_nr].emplace_back(id, std::move(hook));
+  return id;
+}
+
+unsigned Tensor::register_hook(std::function<void(const Tensor&)> hook) {
+  return register_hook(GradHook([h = std::move(hook)](const Tensor& g) {
+    h(g);
+    return Tensor();
+  }));
+}
+
+void Tensor::remove_hook(unsigned handle) {
+  check_defined("remove_hook");
+  auto drop = [handle](auto& v) {
+    std::erase_if(v, [handle](const auto& p) { return p.first == handle; });
+  };
+  drop(impl_->autograd.leaf_hooks);
+  if (impl_->autograd.grad_fn)
+    for (auto& [slot, hooks] : impl_->autograd.grad_fn->pre_hooks) drop(hooks);
+}
+
+Tensor Tensor::detach() const {
+  check_defined("detach");
+  Tensor t = make_view(*this, sizes(), strides(), storage_offset());
+  t.impl()->view_base = nullptr;  // a detached tensor is a leaf of its own, not a view in the graph
+  return t;
+}
+
+Tensor& Tensor::detach_() {
+  check_defined("detach_");
+  impl_->autograd.grad_fn = nullptr;
+  impl_->autograd.requires_grad = false;
+  impl_->autograd.output_nr = 0;
+  return *this;
+}
+
+// ---- printing -------------------------------------------------------------------------------
+
+namespace {
+
+struct Formatter {
+  bool integral = false;  // all finite values are whole numbers: print "1."
+  bool sci = false;
+  int width = 0;
+  ScalarType dtype;
+
+  std::string fmt(double v) const {
+    std::ostringstream os;
+    if (dtype == kBool) return v != 0 ? "True" : "False";
+    if (dtype == kInt64) {
+      os << static_cast<int64_t>(v);
+    } else if (std::isnan(v)) {
+      os << "nan";
+    } else if (std::isinf(v)) {
+      os << (v > 0 ? "inf" : "-inf");
+    } else if (sci) {
+      os << std::scientific << std::setprecision(4) << v;
+    } else if (integral) {
+      os << std::fixed << std::setprecision(0) << v << ".";
+    } else {
+      os << std::fixed << std::setprecision(4) << v;
+    }
+    return os.str();
+  }
+};
+
+void print_rec(std::ostream& os, const std::vector<double>& v, const Shape& s, size_t d, int64_t off,
+               const Strides& st, const Formatter& f, int indent, bool summarize) {
+  if (s.empty()) {
+    os << f.fmt(v[0]);
+    return;
+  }
+  os << "[";
+  const int64_t n = s[d];
+  const bool cut = summarize && n > 6;
+  for (int64_t i = 0; i < n; ++i) {
+    if (cut && i == 3) {
+      os << (d + 1 == s.size() ? "..., " : "...,\n" + std::string(indent + d + 1, ' '));
+      i = n - 3;
+    }
+    if (d + 1 == s.size()) {
+      std::string x = f.fmt(v[off + i * st[d]]);
+      os << std::string(std::max<int>(0, f.width - static_cast<int>(x.size())), ' ') << x;
+    } else {
+      print_rec(os, v, s, d + 1, off + i * st[d], st, f, indent, summarize);
+    }
+    if (i + 1 < n) {
+      os << ",";
+      if (d + 1 == s.size()) os << " ";
+      else os << std::string(s.size() - d - 1, '\n') << std::string(indent + d + 1, ' ');
+    }
+  }
+  os << "]";
+}
+
+}  // namespace
+
+std::string Tensor::str() const {
+  if (!defined()) return "tensor(undefined)";
+  std::ostringstream os;
+  const std::vector<double> v = to_vector<double>();
+  Formatter f{.dtype = dtype()};
+  bool all_int = true;
+  double amax = 0, amin = INFINITY;
+  for (double x : v) {
+    if (!std::isfinite(x)) continue;
+    if (x != std::floor(x)) all_int = false;
+    amax = std::max(amax, std::abs(x));
+    if (x != 0) amin = std::min(amin, std::abs(x));
+  }
+  f.integral = all_int;
+  f.sci = is_floating_point() && ((amax >= 1e8) || (!all_int && amin < 1e-4) || (amin != INFINITY && amax / amin > 1e3 && !all_int && amax > 1e3));
+  for (double x : v) f.width = std::max<int>(f.width, static_cast<int>(f.fmt(x).size()));
+  os << "tensor(";
+  if (numel() == 0) {
+    os << "[]";
+    if (dim() > 1) os << ", size=" << shape_str(sizes());
+  } else {
+    print_rec(os, v, sizes(), 0, 0, contiguous_strides(sizes()), f, 7, numel() > 1000);
+  }
+  if (dtype() != kFloat32 && dtype() != kInt64 && dtype() != kBool) os << ", dtype=" << to_string(dtype());
+  else if (numel() == 0 && dtype() != kFloat32) os << ", dtype=" << to_string(dtype());
+  if (auto fn = grad_fn()) os << ", grad_fn=<" << fn->name() << ">";
+  else if (requires_grad()) os << ", requires_grad=True";
+  os << ")";
+  return os.str();
+}
+
+std::string Tensor::describe() const {
+  if (!defined()) return "undefined";
+  return shape_str(sizes()) + " " + to_string(dtype());
+}
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str(); }
+
+}  // namespace gradlab

@@ -1,0 +1,263 @@
+#pragma once
+// Tensor: a cheap handle to shared state (storage, sizes, strides, dtype, device, autograd
+// metadata). Copying a Tensor copies the handle; views share storage and its version counter.
+// The method names mirror LibTorch's at::Tensor.
+
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "gradlab/core/device.hpp"
+#include "gradlab/core/dtype.hpp"
+#include "gradlab/core/error.hpp"
+#include "gradlab/core/options.hpp"
+#include "gradlab/core/scalar.hpp"
+#include "gradlab/core/shape.hpp"
+
+namespace gradlab {
+
+class Storage;
+struct TensorImpl;
+class Tensor;
+namespace autograd {
+class Node;
+}
+using TensorList = std::vector<Tensor>;
+
+/// A hook on a tensor's gradient: return an undefined Tensor to keep the gradient, or a
+/// replacement.
+using GradHook = std::function<Tensor(const Tensor&)>;
+
+/// The n-d array with autograd that every gradlab function takes and returns.
+class Tensor {
+ public:
+  /// An undefined tensor (`defined()` is false), like a default at::Tensor.
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  // ---- metadata -------------------------------------------------------------------------
+  bool defined() const { return impl_ != nullptr; }
+  const Shape& sizes() const;
+  /// Size of one dim (negative dims count from the end).
+  int64_t size(int64_t dim) const;
+  const Strides& strides() const;
+  int64_t stride(int64_t dim) const;
+  int64_t dim() const;
+  int64_t numel() const;
+  ScalarType dtype() const;
+  ScalarType scalar_type() const { return dtype(); }
+  Device device() const;
+  bool is_cpu() const { return device().is_cpu(); }
+  bool is_cuda() const { return device().is_cuda(); }
+  TensorOptions options() const;
+  bool is_contiguous() const;
+  bool is_floating_point() const { return gradlab::is_floating_point(dtype()); }
+  /// Offset of element 0 in the storage, in elements.
+  int64_t storage_offset() const;
+  /// True when both tensors view the same buffer.
+  bool is_same_storage(const Tensor& other) const;
+  /// Number of in-place writes to this tensor's storage (`_version` in PyTorch).
+  uint32_t version() const;
+  /// Pointer to element 0, for kernels and tests; T must match dtype().
+  template <class T>
+  T* data_ptr() const;
+  /// The value of a one-element tensor.
+  template <class T>
+  T item() const;
+  /// All elements in row-major order, converted to T (for tests and printing).
+  template <class T>
+  std::vector<T> to_vector() const;
+  /// PyTorch-style text: "tensor([[1., 2.]], grad_fn=<MulBackward0>)".
+  std::string str() const;
+  /// "[2, 3] float32" for messages.
+  std::string describe() const;
+
+  // ---- autograd -------------------------------------------------------------------------
+  bool requires_grad() const;
+  /// Marks a leaf as requiring grad (error on a non-leaf turning it off, as in PyTorch).
+  Tensor& requires_grad_(bool r = true);
+  /// The accumulated gradient (undefined until a backward reaches it).
+  const Tensor& grad() const;
+  /// The gradient slot itself, to assign or reset it.
+  Tensor& mutable_grad();
+  /// Clears .grad: to none (default, as optimizers do) or to zeros.
+  void zero_grad(bool set_to_none = true);
+  /// Leaves are tensors made by the user (or not requiring grad); only leaves get .grad.
+  bool is_leaf() const;
+  /// The node that made this tensor, or nullptr for a leaf.
+  std::shared_ptr<autograd::Node> grad_fn() const;
+  /// Which output of grad_fn this tensor is.
+  uint32_t output_nr() const;
+  /// Keeps .grad on a non-leaf after backward.
+  void retain_grad();
+  bool retains_grad() const;
+  /// Backpropagates from this tensor. A non-scalar needs `gradient`.
+  void backward(const Tensor& gradient = {}, std::optional<bool> retain_graph = std::nullopt,
+                bool create_graph = false, Site site = {}) const;
+  /// Calls `hook(grad)` when this tensor's gradient is computed; a defined result replaces it.
+  /// Returns a handle for remove_hook.
+  unsigned register_hook(GradHook hook);
+  /// Same, for a hook that only looks.
+  unsigned register_hook(std::function<void(const Tensor&)> hook);
+  void remove_hook(unsigned handle);
+  /// Same data, cut from the graph (shares storage and version counter).
+  Tensor detach() const;
+  /// Cuts this tensor from the graph in place.
+  Tensor& detach_();
+
+  // ---- views and copies -----------------------------------------------------------------
+  Tensor view(const Shape& shape, Site site = {}) const;
+  Tensor reshape(const Shape& shape, Site site = {}) const;
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1, Site site = {}) const;
+  Tensor transpose(int64_t d0, int64_t d1, Site site = {}) const;
+  /// transpose(0, 1) of a matrix (rank <= 2).
+  Tensor t(Site site = {}) const;
+  Tensor permute(const Dims& dims, Site site = {}) const;
+  /// Elements start, start+step, ... < end along dim (bounds clamp, negatives count from the end).
+  Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1, Site site = {}) const;
+  Tensor narrow(int64_t dim, int64_t start, int64_t length, Site site = {}) const;
+  /// Index `index` of `dim`, removing that dim.
+  Tensor select(int64_t dim, int64_t index, Site site = {}) const;
+  /// select(0, i)
+  Tensor operator[](int64_t i) const;
+  Tensor expand(const Shape& shape, Site site = {}) const;
+  Tensor expand_as(const Tensor& other, Site site = {}) const;
+  Tensor squeeze(Site site = {}) const;
+  Tensor squeeze(int64_t dim, Site site = {}) const;
+  Tensor unsqueeze(int64_t dim, Site site = {}) const;
+  Tensor contiguous(Site site = {}) const;
+  Tensor clone(Site site = {}) const;
+  Tensor to(ScalarType dtype, Site site = {}) const;
+  Tensor to(Device device, Site site = {}) const;
+
+  // ---- math (each also a free function in ops/ops.hpp) -----------------------------------
+  Tensor add(const Tensor& o, Site site = {}) const;
+  Tensor sub(const Tensor& o, Site site = {}) const;
+  Tensor mul(const Tensor& o, Site site = {}) const;
+  Tensor div(const Tensor& o, Site site = {}) const;
+  Tensor neg(Site site = {}) const;
+  Tensor pow(const Scalar& exponent, Site site = {}) const;
+  Tensor pow(const Tensor& exponent, Site site = {}) const;
+  Tensor exp(Site site = {}) const;
+  Tensor log(Site site = {}) const;
+  Tensor sqrt(Site site = {}) const;
+  Tensor abs(Site site = {}) const;
+  Tensor sin(Site site = {}) const;
+  Tensor cos(Site site = {}) const;
+  Tensor tanh(Site site = {}) const;
+  Tensor sigmoid(Site site = {}) const;
+  Tensor relu(Site site = {}) const;
+  Tensor clamp(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt,
+               Site site = {}) const;
+  Tensor sum(Site site = {}) const;
+  Tensor sum(const Dims& dims, bool keepdim = false, Site site = {}) const;
+  Tensor mean(Site site = {}) const;
+  Tensor mean(const Dims& dims, bool keepdim = false, Site site = {}) const;
+  Tensor max(Site site = {}) const;
+  std::tuple<Tensor, Tensor> max(int64_t dim, bool keepdim = false, Site site = {}) const;
+  Tensor min(Site site = {}) const;
+  std::tuple<Tensor, Tensor> min(int64_t dim, bool keepdim = false, Site site = {}) const;
+  Tensor argmax(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  Tensor var(const Dims& dims = {}, int64_t correction = 1, bool keepdim = false,
+             Site site = {}) const;
+  Tensor std(const Dims& dims = {}, int64_t correction = 1, bool keepdim = false,
+             Site site = {}) const;
+  Tensor logsumexp(const Dims& dims, bool keepdim = false, Site site = {}) const;
+  Tensor matmul(const Tensor& o, Site site = {}) const;
+  Tensor softmax(int64_t dim, Site site = {}) const;
+  Tensor log_softmax(int64_t dim, Site site = {}) const;
+  Tensor index_select(int64_t dim, const Tensor& index, Site site = {}) const;
+  Tensor gather(int64_t dim, const Tensor& index, Site site = {}) const;
+  Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src, Site site = {}) const;
+  Tensor masked_fill(const Tensor& mask, const Scalar& value, Site site = {}) const;
+  Tensor gt(const Scalar& o) const;
+  Tensor lt(const Scalar& o) const;
+  Tensor eq(const Tensor& o) const;
+
+  // ---- in place (bump the version counter) ----------------------------------------------
+  Tensor& add_(const Tensor& o, const Scalar& alpha = 1, Site site = {});
+  Tensor& add_(const Scalar& o, Site site = {});
+  Tensor& sub_(const Tensor& o, const Scalar& alpha = 1, Site site = {});
+  Tensor& sub_(const Scalar& o, Site site = {});
+  Tensor& mul_(const Tensor& o, Site site = {});
+  Tensor& mul_(const Scalar& o, Site site = {});
+  Tensor& div_(const Tensor& o, Site site = {});
+  Tensor& div_(const Scalar& o, Site site = {});
+  Tensor& fill_(const Scalar& v, Site site = {});
+  Tensor& zero_(Site site = {});
+  Tensor& copy_(const Tensor& src, Site site = {});
+  Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt,
+                 Site site = {});
+  Tensor& masked_fill_(const Tensor& mask, const Scalar& value, Site site = {});
+  /// Indexed assignment: self[index] = values, where index is a bool mask of self's shape or an
+  /// int64 list of positions along dim 0. `values` broadcasts to the selected part.
+  Tensor& index_put_(const Tensor& index, const Tensor& values, Site site = {});
+  Tensor& index_put_(const Tensor& index, const Scalar& value, Site site = {});
+
+  /// The shared state (for gradlab's own internals).
+  TensorImpl* impl() const { return impl_.get(); }
+  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+
+ private:
+  void check_defined(const char* what) const;
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+/// An operand of a binary operator: a tensor or a number, with the caller's line
+/// (operators cannot take a defaulted Site, but the implicit conversion can).
+struct Operand {
+  Operand(const Tensor& t, std::source_location l = std::source_location::current())
+      : tensor(&t), site(l) {}
+  template <class T>
+    requires std::is_arithmetic_v<T>
+  Operand(T v, std::source_location l = std::source_location::current())
+      : scalar(v), site(l) {}
+  const Tensor* tensor = nullptr;
+  Scalar scalar;
+  Site site;
+};
+
+/// A number on the left of an operator (`2 * x`), with the caller's line.
+struct LeftScalar {
+  template <class T>
+    requires std::is_arithmetic_v<T>
+  LeftScalar(T v, std::source_location l = std::source_location::current())  // NOLINT
+      : scalar(v), site(l) {}
+  Scalar scalar;
+  Site site;
+};
+
+Tensor operator+(const Tensor& a, const Operand& b);
+Tensor operator-(const Tensor& a, const Operand& b);
+Tensor operator*(const Tensor& a, const Operand& b);
+Tensor operator/(const Tensor& a, const Operand& b);
+Tensor operator+(const LeftScalar& a, const Tensor& b);
+Tensor operator-(const LeftScalar& a, const Tensor& b);
+Tensor operator*(const LeftScalar& a, const Tensor& b);
+Tensor operator/(const LeftScalar& a, const Tensor& b);
+Tensor operator-(const Tensor& a);
+/// In place: `x += 1` writes into x's storage (bumps its version); `x = x + 1` makes a new tensor.
+Tensor& operator+=(Tensor& a, const Operand& b);
+Tensor& operator-=(Tensor& a, const Operand& b);
+Tensor& operator*=(Tensor& a, const Operand& b);
+Tensor& operator/=(Tensor& a, const Operand& b);
+/// Comparisons give bool tensors.
+Tensor operator>(const Tensor& a, const Operand& b);
+Tensor operator<(const Tensor& a, const Operand& b);
+Tensor operator>=(const Tensor& a, const Operand& b);
+Tensor operator<=(const Tensor& a, const Operand& b);
+Tensor operator==(const Tensor& a, const Operand& b);
+Tensor operator!=(const Tensor& a, const Operand& b);
+/// Logical not of a bool tensor.
+Tensor operator~(const Tensor& a);
+Tensor operator&(const Tensor& a, const Tensor& b);
+Tensor operator|(const Tensor& a, const Tensor& b);
+
+}  // namespace gradlab

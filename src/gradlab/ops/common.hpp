@@ -1,0 +1,35 @@
+#pragma once
+// Helpers shared by the op files (internal).
+
+#include <utility>
+
+#include "gradlab/autograd/grad_mode.hpp"
+#include "gradlab/autograd/node.hpp"
+#include "gradlab/backend/cpu/cpu.hpp"
+#include "gradlab/core/tensor_impl.hpp"
+#include "gradlab/ops/op.hpp"
+#include "gradlab/ops/ops.hpp"
+
+namespace gradlab::ops_detail {
+
+using autograd::GradList;
+using autograd::kOutput;
+using autograd::Op;
+using autograd::record;
+using autograd::SavedTensor;
+
+/// Throws DeviceError naming both devices when a and b differ.
+void check_same_device(const char* op, const Tensor& a, const Tensor& b);
+/// Throws unless x is defined (names the op and the argument).
+void check_defined(const char* op, const Tensor& x, const char* arg = "input");
+/// x converted (differentiably) to dtype, or x itself.
+Tensor cast_to(const Tensor& x, ScalarType dtype, const Site& site);
+/// The dtype float math runs in: x's if floating, else float32 (int64 -> float32, as PyTorch).
+ScalarType float_dtype(const Tensor& x);
+/// Promotes and broadcasts a and b for an elementwise op (casts and expands recorded as ops).
+std::pair<Tensor, Tensor> prepare_binary(const char* op, const Tensor& a, const Tensor& b,
+                                         const Site& site, bool to_float = false);
+/// A 0-d tensor for a number combined with `like` (PyTorch's wrapped-number rules).
+Tensor wrap_scalar(const Scalar& s, const Tensor& like, const char* op);
+
+}  // namespace gradlab::ops_detail

@@ -1,0 +1,583 @@
+// Elementwise ops. Binary ops see same-shaped, same-dtype inputs: prepare_binary has promoted
+// and expanded them (so their backward never has to "unbroadcast": Expand's backward does).
+
+#include <cmath>
+#include <numbers>
+
+#include "gradlab/ops/common.hpp"
+
+namespace gradlab {
+namespace ops_detail {
+
+void check_same_device(const char* op, const Tensor& a, const Tensor& b) {
+  if (a.device() == b.device()) return;
+  throw DeviceError(error_message(op, "expected all tensors to be on the same device, but found two devices",
+                                  a.device().str() + " and " + a.device().str(),
+                                  a.device().str() + " and " + b.device().str(),
+                                  "move one with .to(device) before combining them"));
+}
+
+void check_defined(const char* op, const Tensor& x, const char* arg) {
+  GRADLAB_CHECK(x.defined(), ValueError, op, std::string(arg) + " is an undefined tensor",
+                "a defined tensor", "Tensor()");
+}
+
+ScalarType float_dtype(const Tensor& x) { return x.is_floating_point() ? x.dtype() : default_dtype(); }
+
+Tensor wrap_scalar(const Scalar& s, const Tensor& like, const char* op) {
+  check_defined(op, like);
+  return scalar_tensor(s, TensorOptions().dtype(result_type(like.dtype(), s)).device(like.device()));
+}
+
+std::pair<Tensor, Tensor> prepare_binary(const char* op, const Tensor& a, const Tensor& b, const Site& site,
+                                         bool to_float) {
+  check_defined(op, a, "a");
+  check_defined(op, b, "b");
+  check_same_device(op, a, b);
+  ScalarType dt = promote_types(a.dtype(), b.dtype());
+  if (to_float && !is_floating_point(dt)) dt = default_dtype();
+  const Shape shape = a.sizes() == b.sizes() ? a.sizes() : broadcast_shapes(a.sizes(), b.sizes(), op);
+  Tensor x = cast_to(a, dt, site), y = cast_to(b, dt, site);
+  if (x.sizes() != shape) x = expand(x, shape, site);
+  if (y.sizes() != shape) y = expand(y, shape, site);
+  return {x, y};
+}
+
+}  // namespace ops_detail
+
+using namespace ops_detail;
+using cpu::Binary;
+using cpu::Unary;
+
+namespace {
+
+// Scalars keep the tensor's dtype: wrap them at the tensor's dtype category.
+Tensor scalar_like(const Scalar& s, const Tensor& t, const char* op) { return wrap_scalar(s, t, op); }
+
+// ---- binary ---------------------------------------------------------------------------------
+
+// c = a + b          da = dc, db = dc
+struct Add : Op<Add> {
+  static constexpr const char* kName = "AddBackward0";
+  Tensor forward(const Tensor& a, const Tensor& b) { return cpu::binary(Binary::Add, a, b); }
+  GradList backward(const GradList& g) { return {g[0], g[0]}; }
+};
+
+// c = a - b          da = dc, db = -dc
+struct Sub : Op<Sub> {
+  static constexpr const char* kName = "SubBackward0";
+  Tensor forward(const Tensor& a, const Tensor& b) { return cpu::binary(Binary::Sub, a, b); }
+  GradList backward(const GradList& g) {
+    return {g[0], needs_input_grad(1) ? -g[0] : Tensor()};
+  }
+};
+
+// c = a * b          da = dc * b, db = dc * a
+struct Mul : Op<Mul> {
+  static constexpr const char* kName = "MulBackward0";
+  SavedTensor a_, b_;
+  Tensor forward(const Tensor& a, const Tensor& b) {
+    if (b.requires_grad()) save(a_, a);
+    if (a.requires_grad()) save(b_, b);
+    return cpu::binary(Binary::Mul, a, b);
+  }
+  GradList backward(const GradList& g) {
+    return {needs_input_grad(0) ? g[0] * b_.unpack() : Tensor(),
+            needs_input_grad(1) ? g[0] * a_.unpack() : Tensor()};
+  }
+};
+
+// c = a / b          da = dc / b, db = -dc * a / b²
+struct Div : Op<Div> {
+  static constexpr const char* kName = "DivBackward0";
+  SavedTensor a_, b_;
+  Tensor forward(const Tensor& a, const Tensor& b) {
+    save(b_, b);
+    if (b.requires_grad()) save(a_, a);
+    return cpu::binary(Binary::Div, a, b);
+  }
+  GradList backward(const GradList& g) {
+    Tensor b = b_.unpack();
+    return {needs_input_grad(0) ? g[0] / b : Tensor(),
+            needs_input_grad(1) ? -g[0] * a_.unpack() / (b * b) : Tensor()};
+  }
+};
+
+// c = a ^ b          da = dc * b * a^(b-1), db = dc * c * log(a)  (0 where a = 0 and b >= 0)
+struct Pow : Op<Pow> {
+  static constexpr const char* kName = "PowBackward1";
+  SavedTensor a_, b_, c_;
+  Tensor forward(const Tensor& a, const Tensor& b) {
+    Tensor c = cpu::binary(Binary::Pow, a, b);
+    save(a_, a);
+    save(b_, b);
+    if (b.requires_grad()) save(c_, c, kOutput);
+    return c;
+  }
+  GradList backward(const GradList& g) {
+    Tensor a = a_.unpack(), b = b_.unpack();
+    Tensor da, db;
+    if (needs_input_grad(0)) da = g[0] * b * pow(a, b - 1);
+    if (needs_input_grad(1)) {
+      Tensor safe = logical_and(eq(a, 0.0), ge(b, 0.0));
+      db = where(safe, 0.0, g[0] * c_.unpack() * log(a));
+    }
+    return {da, db};
+  }
+};
+
+// c = max(a, b)      da = dc where a > b (dc/2 on ties), db likewise
+struct Maximum : Op<Maximum> {
+  static constexpr const char* kName = "MaximumBackward0";
+  SavedTensor a_, b_;
+  Tensor forward(const Tensor& a, const Tensor& b) {
+    save(a_, a);
+    save(b_, b);
+    return cpu::binary(Binary::Maximum, a, b);
+  }
+  GradList backward(const GradList& g) {
+    Tensor a = a_.unpack(), b = b_.unpack();
+    Tensor share = where(eq(a, b), g[0] * 0.5, g[0]);
+    return {where(lt(a, b), 0.0, share), where(lt(b, a), 0.0, share)};
+  }
+};
+
+// c = min(a, b)      da = dc where a < b (dc/2 on ties), db likewise
+struct Minimum : Op<Minimum> {
+  static constexpr const char* kName = "MinimumBackward0";
+  SavedTensor a_, b_;
+  Tensor forward(const Tensor& a, const Tensor& b) {
+    save(a_, a);
+    save(b_, b);
+    return cpu::binary(Binary::Minimum, a, b);
+  }
+  GradList backward(const GradList& g) {
+    Tensor a = a_.unpack(), b = b_.unpack();
+    Tensor share = where(eq(a, b), g[0] * 0.5, g[0]);
+    return {where(gt(a, b), 0.0, share), where(gt(b, a), 0.0, share)};
+  }
+};
+
+// y = cond ? a : b    da = cond ? dy : 0, db = cond ? 0 : dy
+struct Where : Op<Where> {
+  static constexpr const char* kName = "WhereBackward0";
+  SavedTensor cond_;
+  Tensor forward(const Tensor& cond, const Tensor& a, const Tensor& b) {
+    save(cond_, cond);
+    return cpu::where(cond, a, b);
+  }
+  GradList backward(const GradList& g) {
+    Tensor c = cond_.unpack();
+    Tensor z = zeros_like(g[0]);
+    return {Tensor(), needs_input_grad(1) ? where(c, g[0], z) : Tensor(),
+            needs_input_grad(2) ? where(c, z, g[0]) : Tensor()};
+  }
+};
+
+// ---- unary ----------------------------------------------------------------------------------
+
+// y = -x             dx = -dy
+struct Neg : Op<Neg> {
+  static constexpr const char* kName = "NegBackward0";
+  Tensor forward(const Tensor& x) { return cpu::unary(Unary::Neg, x); }
+  GradList backward(const GradList& g) { return {-g[0]}; }
+};
+
+// y = exp(x)         dx = dy * y            (saves y: the output is the derivative)
+struct Exp : Op<Exp> {
+  static constexpr const char* kName = "ExpBackward0";
+  SavedTensor y_;
+  Tensor forward(const Tensor& x) {
+    Tensor y = cpu::unary(Unary::Exp, x);
+    save(y_, y, kOutput);
+    return y;
+  }
+  GradList backward(const GradList& g) { return {g[0] * y_.unpack()}; }
+};
+
+// y = log(x)         dx = dy / x
+struct Log : Op<Log> {
+  static constexpr const char* kName = "LogBackward0";
+  SavedTensor x_;
+  Tensor forward(const Tensor& x) {
+    save(x_, x);
+    return cpu::unary(Unary::Log, x);
+  }
+  GradList backward(const GradList& g) { return {g[0] / x_.unpack()}; }
+};
+
+// y = √x             dx = dy / (2 y)
+struct Sqrt : Op<Sqrt> {
+  static constexpr const char* kName = "SqrtBackward0";
+  SavedTensor y_;
+  Tensor forward(const Tensor& x) {
+    Tensor y = cpu::unary(Unary::Sqrt, x);
+    save(y_, y, kOutput);
+    return y;
+  }
+  GradList backward(const GradList& g) { return {g[0] / (2 * y_.unpack())}; }
+};
+
+// y = |x|            dx = dy * sign(x)      (0 at x = 0, as in PyTorch)
+struct Abs : Op<Abs> {
+  static constexpr const char* kName = "AbsBackward0";
+  SavedTensor x_;
+  Tensor forward(const Tensor& x) {
+    save(x_, x);
+    return cpu::unary(Unary::Abs, x);
+  }
+  GradList backward(const GradList& g) { return {g[0] * sign(x_.unpack())}; }
+};
+
+// y = sin(x)         dx = dy * cos(x)
+struct Sin : Op<Sin> {
+  static constexpr const char* kName = "SinBackward0";
+  SavedTensor x_;
+  Tensor forward(const Tensor& x) {
+    save(x_, x);
+    return cpu::unary(Unary::Sin, x);
+  }
+  GradList backward(const GradList& g) { return {g[0] * cos(x_.unpack())}; }
+};
+
+// y = cos(x)         dx = -dy * sin(x)
+struct Cos : Op<Cos> {
+  static constexpr const char* kName = "CosBackward0";
+  SavedTensor x_;
+  Tensor forward(const Tensor& x) {
+    save(x_, x);
+    return cpu::unary(Unary::Cos, x);
+  }
+  GradList backward(const GradList& g) { return {-g[0] * sin(x_.unpack())}; }
+};
+
+// y = tanh(x)        dx = dy * (1 - y²)     (from the output)
+struct Tanh : Op<Tanh> {
+  static constexpr const char* kName = "TanhBackward0";
+  SavedTensor y_;
+  Tensor forward(const Tensor& x) {
+    Tensor y = cpu::unary(Unary::Tanh, x);
+    save(y_, y, kOutput);
+    return y;
+  }
+  GradList backward(const GradList& g) {
+    Tensor y = y_.unpack();
+    return {g[0] * (1 - y * y)};
+  }
+};
+
+// y = σ(x)           dx = dy * y * (1 - y)  (from the output)
+struct Sigmoid : Op<Sigmoid> {
+  static constexpr const char* kName = "SigmoidBackward0";
+  SavedTensor y_;
+  Tensor forward(const Tensor& x) {
+    Tensor y = cpu::unary(Unary::Sigmoid, x);
+    save(y_, y, kOutput);
+    return y;
+  }
+  GradList backward(const GradList& g) {
+    Tensor y = y_.unpack();
+    return {g[0] * y * (1 - y)};
+  }
+};
+
+// y = erf(x)         dx = dy * 2/√π * exp(-x²)
+struct Erf : Op<Erf> {
+  static constexpr const char* kName = "ErfBackward0";
+  SavedTensor x_;
+  Tensor forward(const Tensor& x) {
+    save(x_, x);
+    return cpu::unary(Unary::Erf, x);
+  }
+  GradList backward(const GradList& g) {
+    Tensor x = x_.unpack();
+    return {g[0] * (2.0 / std::sqrt(std::numbers::pi)) * exp(-(x * x))};
+  }
+};
+
+// y = max(x, 0)      dx = dy * (y > 0)      (from the output)
+struct Relu : Op<Relu> {
+  static constexpr const char* kName = "ReluBackward0";
+  SavedTensor y_;
+  Tensor forward(const Tensor& x) {
+    Tensor y = cpu::unary(Unary::Relu, x);
+    save(y_, y, kOutput);
+    return y;
+  }
+  GradList backward(const GradList& g) { return {g[0] * gt(y_.unpack(), 0.0)}; }
+};
+
+// y = x > 0 ? x : s x    dx = dy * (x > 0 ? 1 : s)
+struct LeakyRelu : Op<LeakyRelu> {
+  static constexpr const char* kName = "LeakyReluBackward0";
+  SavedTensor x_;
+  double slope = 0;
+  Tensor forward(const Tensor& x, double s) {
+    slope = s;
+    save(x_, x);
+    return cpu::unary(Unary::LeakyRelu, x, s);
+  }
+  GradList backward(const GradList& g) { return {where(gt(x_.unpack(), 0.0), g[0], g[0] * slope)}; }
+};
+
+// y = clamp(x, lo, hi)   dx = dy where lo <= x <= hi, else 0
+struct Clamp : Op<Clamp> {
+  static constexpr const char* kName = "ClampBackward1";
+  SavedTensor x_;
+  double lo = -INFINITY, hi = INFINITY;
+  Tensor forward(const Tensor& x, double l, double h) {
+    lo = l;
+    hi = h;
+    save(x_, x);
+    return cpu::unary(Unary::Clamp, x, l, h);
+  }
+  GradList backward(const GradList& g) {
+    Tensor x = x_.unpack();
+    return {g[0] * logical_and(ge(x, lo), le(x, hi))};
+  }
+};
+
+// y = x^p            dx = dy * p * x^(p-1)
+struct PowScalar : Op<PowScalar> {
+  static constexpr const char* kName = "PowBackward0";
+  SavedTensor x_;
+  double p = 1;
+  Tensor forward(const Tensor& x, double exponent) {
+    p = exponent;
+    save(x_, x);
+    return cpu::unary(Unary::PowScalar, x, exponent);
+  }
+  GradList backward(const GradList& g) {
+    if (p == 0) return {zeros_like(g[0])};
+    Tensor x = x_.unpack();
+    return {g[0] * p * (p == 2 ? x : pow(x, p - 1))};
+  }
+};
+
+template <class OpT, class... P>
+Tensor float_unary(const char* name, const Tensor& x, const Site& site, P... params) {
+  check_defined(name, x);
+  return record<OpT>(site, cast_to(x, float_dtype(x), site), params...);
+}
+
+Tensor compare(Binary op, const char* name, const Tensor& a, const Tensor& b) {
+  check_defined(name, a, "a");
+  check_defined(name, b, "b");
+  AutoGradMode off(false);
+  auto [x, y] = prepare_binary(name, a, b, Site::unknown());
+  return cpu::binary(op, x, y);
+}
+
+}  // namespace
+
+// ---- public ---------------------------------------------------------------------------------
+
+Tensor add(const Tensor& a, const Tensor& b, Site site) {
+  auto [x, y] = prepare_binary("add", a, b, site);
+  return record<Add>(site, x, y);
+}
+Tensor add(const Tensor& a, const Scalar& b, Site site) { return add(a, scalar_like(b, a, "add"), site); }
+Tensor sub(const Tensor& a, const Tensor& b, Site site) {
+  GRADLAB_CHECK(a.dtype() != kBool || b.dtype() != kBool, DTypeError, "sub",
+                "subtraction of bool tensors is not supported", "number dtypes", "bool and bool",
+                "use logical_xor-like logic, or convert with .to(kInt64)");
+  auto [x, y] = prepare_binary("sub", a, b, site);
+  return record<Sub>(site, x, y);
+}
+Tensor sub(const Tensor& a, const Scalar& b, Site site) { return sub(a, scalar_like(b, a, "sub"), site); }
+Tensor rsub(const Tensor& a, const Scalar& b, Site site) { return sub(scalar_like(b, a, "rsub"), a, site); }
+Tensor mul(const Tensor& a, const Tensor& b, Site site) {
+  auto [x, y] = prepare_binary("mul", a, b, site);
+  return record<Mul>(site, x, y);
+}
+Tensor mul(const Tensor& a, const Scalar& b, Site site) { return mul(a, scalar_like(b, a, "mul"), site); }
+Tensor div(const Tensor& a, const Tensor& b, Site site) {
+  auto [x, y] = prepare_binary("div", a, b, site, /*to_float=*/true);
+  return record<Div>(site, x, y);
+}
+Tensor div(const Tensor& a, const Scalar& b, Site site) {
+  check_defined("div", a);
+  Tensor s = scalar_tensor(b, TensorOptions().dtype(is_floating_point(a.dtype()) ? a.dtype() : default_dtype()));
+  return div(a, s, site);
+}
+Tensor rdiv(const Tensor& a, const Scalar& b, Site site) {
+  check_defined("rdiv", a);
+  Tensor s = scalar_tensor(b, TensorOptions().dtype(is_floating_point(a.dtype()) ? a.dtype() : default_dtype()));
+  return div(s, a, site);
+}
+Tensor neg(const Tensor& x, Site site) {
+  check_defined("neg", x);
+  GRADLAB_CHECK(x.dtype() != kBool, DTypeError, "neg", "negation of a bool tensor is not supported",
+                "a number dtype", "bool", "use logical_not (operator~) instead");
+  return record<Neg>(site, x);
+}
+Tensor pow(const Tensor& x, const Scalar& e, Site site) {
+  check_defined("pow", x);
+  if (!x.is_floating_point() && !e.is_floating_point())
+    return cast_to(pow(x.to(kFloat64), e, site), x.dtype(), site);  // integer power stays integer
+  return float_unary<PowScalar>("pow", x, site, e.to_double());
+}
+Tensor pow(const Tensor& x, const Tensor& e, Site site) {
+  auto [a, b] = prepare_binary("pow", x, e, site, /*to_float=*/true);
+  return record<Pow>(site, a, b);
+}
+Tensor exp(const Tensor& x, Site site) { return float_unary<Exp>("exp", x, site); }
+Tensor log(const Tensor& x, Site site) { return float_unary<Log>("log", x, site); }
+Tensor sqrt(const Tensor& x, Site site) { return float_unary<Sqrt>("sqrt", x, site); }
+Tensor abs(const Tensor& x, Site site) {
+  check_defined("abs", x);
+  if (!x.is_floating_point()) return cpu::unary(Unary::Abs, x);
+  return record<Abs>(site, x);
+}
+Tensor sin(const Tensor& x, Site site) { return float_unary<Sin>("sin", x, site); }
+Tensor cos(const Tensor& x, Site site) { return float_unary<Cos>("cos", x, site); }
+Tensor tanh(const Tensor& x, Site site) { return float_unary<Tanh>("tanh", x, site); }
+Tensor sigmoid(const Tensor& x, Site site) { return float_unary<Sigmoid>("sigmoid", x, site); }
+Tensor erf(const Tensor& x, Site site) { return float_unary<Erf>("erf", x, site); }
+Tensor relu(const Tensor& x, Site site) { return float_unary<Relu>("relu", x, site); }
+Tensor leaky_relu(const Tensor& x, double slope, Site site) { return float_unary<LeakyRelu>("leaky_relu", x, site, slope); }
+Tensor gelu(const Tensor& x, Site site) {
+  // gelu(x) = 0.5 x (1 + erf(x / √2)), composed (its backward comes from mul, add and erf).
+  return 0.5 * mul(x, 1 + erf(mul(x, 1.0 / std::numbers::sqrt2, site), site), site);
+}
+Tensor sign(const Tensor& x) {
+  check_defined("sign", x);
+  return cpu::unary(Unary::Sign, x);
+}
+Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max, Site site) {
+  check_defined("clamp", x);
+  GRADLAB_CHECK(min || max, ValueError, "clamp", "at least one of min and max must be given",
+                "min or max", "neither");
+  const double lo = min ? min->to_double() : -INFINITY, hi = max ? max->to_double() : INFINITY;
+  if (!x.is_floating_point()) return cpu::unary(Unary::Clamp, x, lo, hi);
+  return record<Clamp>(site, x, lo, hi);
+}
+Tensor maximum(const Tensor& a, const Tensor& b, Site site) {
+  auto [x, y] = prepare_binary("maximum", a, b, site);
+  return record<Maximum>(site, x, y);
+}
+Tensor minimum(const Tensor& a, const Tensor& b, Site site) {
+  auto [x, y] = prepare_binary("minimum", a, b, site);
+  return record<Minimum>(site, x, y);
+}
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, Site site) {
+  check_defined("where", cond, "condition");
+  GRADLAB_CHECK(cond.dtype() == kBool, DTypeError, "where", "condition must be a bool tensor", "bool",
+                to_string(cond.dtype()), "build it with a comparison, e.g. x > 0");
+  auto [x, y] = prepare_binary("where", a, b, site);
+  const Shape shape = broadcast_shapes(cond.sizes(), x.sizes(), "where");
+  Tensor c = cond.sizes() == shape ? cond : cond.expand(shape);
+  if (x.sizes() != shape) {
+    x = expand(x, shape, site);
+    y = expand(y, shape, site);
+  }
+  return record<Where>(site, c, x, y);
+}
+Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b, Site site) {
+  return where(cond, a, scalar_like(b, a, "where"), site);
+}
+Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b, Site site) {
+  return where(cond, scalar_like(a, b, "where"), b, site);
+}
+Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value, Site site) {
+  check_defined("masked_fill", x);
+  check_defined("masked_fill", mask, "mask");
+  GRADLAB_CHECK(mask.dtype() == kBool, DTypeError, "masked_fill", "mask must be a bool tensor", "bool",
+                to_string(mask.dtype()), "build it with a comparison, e.g. x > 0");
+  Shape s = broadcast_shapes(x.sizes(), mask.sizes(), "masked_fill");
+  GRADLAB_CHECK(s == x.sizes(), ShapeError, "masked_fill", "mask must broadcast to the input's shape",
+                shape_str(x.sizes()), shape_str(mask.sizes()));
+  return where(mask, scalar_like(value, x, "masked_fill"), x, site);
+}
+
+Tensor gt(const Tensor& a, const Tensor& b) { return compare(Binary::Gt, "gt", a, b); }
+Tensor gt(const Tensor& a, const Scalar& b) { return gt(a, scalar_like(b, a, "gt")); }
+Tensor lt(const Tensor& a, const Tensor& b) { return compare(Binary::Lt, "lt", a, b); }
+Tensor lt(const Tensor& a, const Scalar& b) { return lt(a, scalar_like(b, a, "lt")); }
+Tensor ge(const Tensor& a, const Tensor& b) { return compare(Binary::Ge, "ge", a, b); }
+Tensor ge(const Tensor& a, const Scalar& b) { return ge(a, scalar_like(b, a, "ge")); }
+Tensor le(const Tensor& a, const Tensor& b) { return compare(Binary::Le, "le", a, b); }
+Tensor le(const Tensor& a, const Scalar& b) { return le(a, scalar_like(b, a, "le")); }
+Tensor eq(const Tensor& a, const Tensor& b) { return compare(Binary::Eq, "eq", a, b); }
+Tensor eq(const Tensor& a, const Scalar& b) { return eq(a, scalar_like(b, a, "eq")); }
+Tensor ne(const Tensor& a, const Tensor& b) { return compare(Binary::Ne, "ne", a, b); }
+Tensor ne(const Tensor& a, const Scalar& b) { return ne(a, scalar_like(b, a, "ne")); }
+Tensor logical_and(const Tensor& a, const Tensor& b) {
+  return compare(Binary::And, "logical_and", a.to(kBool), b.to(kBool));
+}
+Tensor logical_or(const Tensor& a, const Tensor& b) {
+  return compare(Binary::Or, "logical_or", a.to(kBool), b.to(kBool));
+}
+Tensor logical_not(const Tensor& a) {
+  check_defined("logical_not", a);
+  return cpu::unary(Unary::LogicalNot, a.to(kBool));
+}
+Tensor isfinite(const Tensor& x) {
+  check_defined("isfinite", x);
+  return cpu::unary(Unary::IsFinite, x);
+}
+Tensor isnan(const Tensor& x) { return ne(x, x); }
+
+bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol) {
+  if (a.sizes() != b.sizes()) return false;
+  std::vector<double> x = a.to_vector<double>(), y = b.to_vector<double>();
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (std::isinf(x[i]) || std::isinf(y[i])) {
+      if (x[i] != y[i]) return false;
+      continue;
+    }
+    if (!(std::abs(x[i] - y[i]) <= atol + rtol * std::abs(y[i]))) return false;
+  }
+  return true;
+}
+
+bool equal(const Tensor& a, const Tensor& b) {
+  if (a.sizes() != b.sizes()) return false;
+  return a.to_vector<double>() == b.to_vector<double>();
+}
+
+// ---- operators ------------------------------------------------------------------------------
+
+namespace {
+template <class FT, class FS>
+Tensor binop(const Tensor& a, const Operand& b, FT on_tensor, FS on_scalar) {
+  return b.tensor ? on_tensor(a, *b.tensor, b.site) : on_scalar(a, b.scalar, b.site);
+}
+}  // namespace
+
+Tensor operator+(const Tensor& a, const Operand& b) {
+  return binop(a, b, [](auto& x, auto& y, auto s) { return add(x, y, s); }, [](auto& x, auto& y, auto s) { return add(x, y, s); });
+}
+Tensor operator-(const Tensor& a, const Operand& b) {
+  return binop(a, b, [](auto& x, auto& y, auto s) { return sub(x, y, s); }, [](auto& x, auto& y, auto s) { return sub(x, y, s); });
+}
+Tensor operator*(const Tensor& a, const Operand& b) {
+  return binop(a, b, [](auto& x, auto& y, auto s) { return mul(x, y, s); }, [](auto& x, auto& y, auto s) { return mul(x, y, s); });
+}
+Tensor operator/(const Tensor& a, const Operand& b) {
+  return binop(a, b, [](auto& x, auto& y, auto s) { return div(x, y, s); }, [](auto& x, auto& y, auto s) { return div(x, y, s); });
+}
+Tensor operator+(const LeftScalar& a, const Tensor& b) { return add(b, a.scalar, a.site); }
+Tensor operator-(const LeftScalar& a, const Tensor& b) { return rsub(b, a.scalar, a.site); }
+Tensor operator*(const LeftScalar& a, const Tensor& b) { return mul(b, a.scalar, a.site); }
+Tensor operator/(const LeftScalar& a, const Tensor& b) { return rdiv(b, a.scalar, a.site); }
+Tensor operator-(const Tensor& a) { return neg(a); }
+Tensor& operator+=(Tensor& a, const Operand& b) {
+  return b.tensor ? a.add_(*b.tensor, 1, b.site) : a.add_(b.scalar, b.site);
+}
+Tensor& operator-=(Tensor& a, const Operand& b) {
+  return b.tensor ? a.sub_(*b.tensor, 1, b.site) : a.sub_(b.scalar, b.site);
+}
+Tensor& operator*=(Tensor& a, const Operand& b) { return b.tensor ? a.mul_(*b.tensor, b.site) : a.mul_(b.scalar, b.site); }
+Tensor& operator/=(Tensor& a, const Operand& b) { return b.tensor ? a.div_(*b.tensor, b.site) : a.div_(b.scalar, b.site); }
+Tensor operator>(const Tensor& a, const Operand& b) { return b.tensor ? gt(a, *b.tensor) : gt(a, b.scalar); }
+Tensor operator<(const Tensor& a, const Operand& b) { return b.tensor ? lt(a, *b.tensor) : lt(a, b.scalar); }
+Tensor operator>=(const Tensor& a, const Operand& b) { return b.tensor ? ge(a, *b.tensor) : ge(a, b.scalar); }
+Tensor operator<=(const Tensor& a, const Operand& b) { return b.tensor ? le(a, *b.tensor) : le(a, b.scalar); }
+Tensor operator==(const Tensor& a, const Operand& b) { return b.tensor ? eq(a, *b.tensor) : eq(a, b.scalar); }
+Tensor operator!=(const Tensor& a, const Operand& b) { return b.tensor ? ne(a, *b.tensor) : ne(a, b.scalar); }
+Tensor operator~(const Tensor& a) { return logical_not(a); }
+Tensor operator&(const Tensor& a, const Tensor& b) { return logical_and(a, b); }
+Tensor operator|(const Tensor& a, const Tensor& b) { return logical_or(a, b); }
+
+}  // namespace gradlab

@@ -1,0 +1,132 @@
+// Softmax family and losses, composed from primitives (their backward comes from the pieces;
+// DESIGN: composites first, a fused version later with the composite kept as its oracle).
+
+#include "gradlab/ops/common.hpp"
+
+namespace gradlab {
+using namespace ops_detail;
+
+// softmax(x)_i = exp(x_i - m) / Σ_j exp(x_j - m),  m = max_j x_j (detached: the value does not depend on it)
+Tensor softmax(const Tensor& x, int64_t dim, Site site) {
+  check_defined("softmax", x);
+  Tensor xf = cast_to(x, float_dtype(x), site);
+  const int64_t d = wrap_dim(dim, xf.dim(), "softmax");
+  Tensor m = amax(xf, {d}, /*keepdim=*/true).detach();
+  m = where(isfinite(m), m, 0.0);
+  Tensor e = exp(sub(xf, m, site), site);
+  return div(e, sum(e, {d}, /*keepdim=*/true, site), site);
+}
+
+// log_softmax(x)_i = x_i - logsumexp(x)
+Tensor log_softmax(const Tensor& x, int64_t dim, Site site) {
+  check_defined("log_softmax", x);
+  Tensor xf = cast_to(x, float_dtype(x), site);
+  const int64_t d = wrap_dim(dim, xf.dim(), "log_softmax");
+  return sub(xf, logsumexp(xf, {d}, /*keepdim=*/true, site), site);
+}
+
+namespace nn::functional {
+
+namespace {
+
+Tensor reduce(const Tensor& loss, Reduction r, const Site& site) {
+  switch (r) {
+    case Reduction::None: return loss;
+    case Reduction::Sum: return sum(loss, site);
+    case Reduction::Mean: return mean(loss, site);
+  }
+  return loss;
+}
+
+void check_same_shape(const char* op, const Tensor& input, const Tensor& target) {
+  check_defined(op, input);
+  check_defined(op, target, "target");
+  if (input.sizes() == target.sizes()) return;
+  throw ShapeError(error_message(
+      op, "input and target shapes differ", shape_str(input.sizes()), shape_str(target.sizes()),
+      "broadcasting them (as PyTorch does, with a warning) would compare every input with every "
+      "target; reshape one side, e.g. output.squeeze(-1) or target.unsqueeze(-1)"));
+}
+
+// Shared by nll_loss and cross_entropy: log-probabilities [N, C], targets [N].
+Tensor nll_core(const char* op, const Tensor& logp, const Tensor& target, int64_t ignore_index,
+                double smoothing, Reduction reduction, const Site& site) {
+  check_defined(op, target, "target");
+  GRADLAB_CHECK(target.dtype() == kInt64, DTypeError, op, "target must hold class indices (int64)", "int64",
+                to_string(target.dtype()),
+                "class indices come from labels .to(kInt64); for one-hot or probability targets use "
+                "-(target * log_softmax(input, 1)).sum(1).mean()");
+  GRADLAB_CHECK(logp.dim() == 2, ShapeError, op, "input must be [N, C] (or [C] with a 0-d target)",
+                "a 2-D input", shape_str(logp.sizes()));
+  GRADLAB_CHECK(target.dim() == 1, ShapeError, op, "target must be 1-D [N]", "[" + std::to_string(logp.size(0)) + "]",
+                shape_str(target.sizes()), "labels of shape [N, 1] need .squeeze(1); one-hot labels need argmax(1)");
+  GRADLAB_CHECK(target.size(0) == logp.size(0), ShapeError, op,
+                "expected input batch_size (" + std::to_string(logp.size(0)) + ") to match target batch_size (" +
+                    std::to_string(target.size(0)) + ")",
+                std::to_string(logp.size(0)) + " targets", std::to_string(target.size(0)));
+  const int64_t C = logp.size(1);
+  Tensor valid = ne(target, ignore_index);
+  Tensor safe = where(valid, target, 0);
+  cpu::check_indices(safe, C, op);
+  Tensor picked = gather(logp, 1, safe.unsqueeze(1), site).squeeze(1, site);  // logp[i, target_i]
+  Tensor loss = neg(picked, site);
+  if (smoothing > 0) {
+    // (1 - ε) * nll + ε * mean_c(-logp): the target mixed with the uniform distribution.
+    loss = add(mul(loss, 1.0 - smoothing, site), mul(neg(mean(logp, {1}, false, site), site), smoothing, site), site);
+  }
+  const Tensor validf = valid.to(logp.dtype());
+  loss = mul(loss, validf, site);
+  if (reduction == Reduction::Mean) return div(sum(loss, site), sum(validf), site);  // mean over kept targets
+  return reduce(loss, reduction, site);
+}
+
+}  // namespace
+
+Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntropyFuncOptions& o, Site site) {
+  check_defined("cross_entropy", input);
+  check_defined("cross_entropy", target, "target");
+  GRADLAB_CHECK(o.label_smoothing_ >= 0 && o.label_smoothing_ <= 1, ValueError, "cross_entropy",
+                "label_smoothing must be in [0, 1]", "0 <= label_smoothing <= 1", std::to_string(o.label_smoothing_));
+  if (input.dim() == 1 && target.dim() == 0) {
+    Tensor l = cross_entropy(input.unsqueeze(0), target.unsqueeze(0), o, site);
+    return o.reduction_ == kNone ? l.squeeze(0) : l;
+  }
+  GRADLAB_CHECK(input.dim() == 2, ShapeError, "cross_entropy", "input must be logits [N, C]", "a 2-D input",
+                shape_str(input.sizes()), "flatten extra dims first, e.g. logits.reshape({-1, C})");
+  return nll_core("cross_entropy", gradlab::log_softmax(input, 1, site), target, o.ignore_index_, o.label_smoothing_,
+                  o.reduction_, site);
+}
+
+Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const NLLLossFuncOptions& o, Site site) {
+  check_defined("nll_loss", log_probs);
+  return nll_core("nll_loss", log_probs, target, o.ignore_index_, 0.0, o.reduction_, site);
+}
+
+Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction r, Site site) {
+  check_same_shape("mse_loss", input, target);
+  Tensor d = sub(input, target, site);
+  return reduce(mul(d, d, site), r, site);
+}
+
+Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction r, Site site) {
+  check_same_shape("l1_loss", input, target);
+  return reduce(abs(sub(input, target, site), site), r, site);
+}
+
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, Reduction r, Site site) {
+  check_same_shape("binary_cross_entropy_with_logits", input, target);
+  Tensor y = target.to(input.dtype());
+  // max(x, 0) - x y + log(1 + exp(-|x|)): never exponentiates a large positive number.
+  Tensor loss = add(sub(gradlab::relu(input, site), mul(input, y, site), site), log(1 + exp(neg(abs(input, site), site), site), site), site);
+  return reduce(loss, r, site);
+}
+
+Tensor softmax(const Tensor& x, int64_t dim, Site site) { return gradlab::softmax(x, dim, site); }
+Tensor log_softmax(const Tensor& x, int64_t dim, Site site) { return gradlab::log_softmax(x, dim, site); }
+Tensor relu(const Tensor& x, Site site) { return gradlab::relu(x, site); }
+Tensor gelu(const Tensor& x, Site site) { return gradlab::gelu(x, site); }
+Tensor leaky_relu(const Tensor& x, double s, Site site) { return gradlab::leaky_relu(x, s, site); }
+Tensor embedding(const Tensor& indices, const Tensor& weight, Site site) { return gradlab::embedding(weight, indices, site); }
+
+}  // namespace nn::functional
+}  // namespace gradlab

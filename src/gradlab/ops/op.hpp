@@ -1,0 +1,72 @@
+#pragma once
+// How a built-in op is written. Each op is a struct: its members hold what backward needs,
+// forward(...) computes with backend kernels, backward(dy) is written with gradlab's own ops
+// (so with create_graph the backward pass is itself recorded). For example:
+//
+//   // y = exp(x)        dx = dy * y        (saves y: the output is the derivative)
+//   struct Exp : Op<Exp> {
+//     static constexpr const char* kName = "ExpBackward0";
+//     SavedTensor y_;
+//     Tensor forward(const Tensor& x) { Tensor y = cpu::unary(cpu::Unary::Exp, x); save(y_, y, kOutput); return y; }
+//     GradList backward(const GradList& dy) { return {dy[0] * y_.unpack()}; }
+//   };
+//   Tensor exp(const Tensor& x, Site site) { return record<Exp>(site, x); }
+//
+// record<Op>(site, args...) runs forward with grad mode off, and — only when grad mode is on and
+// an input requires grad — keeps the struct as the graph node of the outputs.
+
+#include <memory>
+#include <type_traits>
+#include <utility>
+
+#include "gradlab/autograd/grad_mode.hpp"
+#include "gradlab/autograd/record.hpp"
+
+namespace gradlab::autograd {
+
+inline constexpr bool kOutput = true;
+
+/// CRTP base of built-in ops.
+template <class Derived>
+class Op : public Node {
+ public:
+  std::string name() const override { return Derived::kName; }
+  GradList apply(GradList&& grads) override { return static_cast<Derived*>(this)->backward(grads); }
+  /// True while a graph is being recorded (forward may skip saving otherwise).
+  bool recording() const { return recording_; }
+  void set_recording(bool r) { recording_ = r; }
+
+ protected:
+  /// Keeps `t` for backward (only when recording).
+  void save(SavedTensor& slot, const Tensor& t, bool is_output = false) {
+    if (!recording_ || !t.defined()) return;
+    slot.save(t, this, is_output);
+    register_saved(&slot);
+  }
+
+ private:
+  bool recording_ = false;
+};
+
+/// Runs `OpT::forward(args...)` and records it when needed. Returns what forward returns
+/// (a Tensor or a std::vector<Tensor>).
+template <class OpT, class... Args>
+auto record(const Site& site, Args&&... args) {
+  std::vector<const Tensor*> inputs;
+  (detail::collect(inputs, args), ...);
+  const bool rec = should_record(inputs);
+  auto op = std::make_shared<OpT>();
+  op->site = site;
+  op->set_recording(rec);
+  auto out = [&] {
+    AutoGradMode no_grad(false);
+    return op->forward(std::forward<Args>(args)...);
+  }();
+  std::vector<Tensor*> outputs;
+  detail::outputs_of(outputs, out);
+  if (rec) connect(op, inputs, outputs);
+  check_forward_anomaly(OpT::kName, site, inputs, outputs);
+  return out;
+}
+
+}  // namespace gradlab::autograd

@@ -1,0 +1,188 @@
+#pragma once
+// The public ops, as free functions mirroring LibTorch (torch::add, torch::matmul, ...).
+// Every op takes a defaulted `Site site = {}` last: it records the caller's line for diagnostics.
+// Binary ops broadcast like PyTorch (through `expand`, whose backward is `sum_to`) and promote
+// dtypes like PyTorch (float32 + float64 -> float64; a plain number does not widen a tensor).
+
+#include <optional>
+#include <tuple>
+
+#include "gradlab/core/factories.hpp"
+#include "gradlab/core/tensor.hpp"
+
+namespace gradlab {
+
+// ---- elementwise ---------------------------------------------------------------------------
+Tensor add(const Tensor& a, const Tensor& b, Site site = {});
+Tensor add(const Tensor& a, const Scalar& b, Site site = {});
+Tensor sub(const Tensor& a, const Tensor& b, Site site = {});
+Tensor sub(const Tensor& a, const Scalar& b, Site site = {});
+Tensor rsub(const Tensor& a, const Scalar& b, Site site = {});  ///< b - a
+Tensor mul(const Tensor& a, const Tensor& b, Site site = {});
+Tensor mul(const Tensor& a, const Scalar& b, Site site = {});
+/// True division: integer inputs give float32, as in PyTorch.
+Tensor div(const Tensor& a, const Tensor& b, Site site = {});
+Tensor div(const Tensor& a, const Scalar& b, Site site = {});
+Tensor rdiv(const Tensor& a, const Scalar& b, Site site = {});  ///< b / a
+Tensor neg(const Tensor& x, Site site = {});
+Tensor pow(const Tensor& x, const Scalar& exponent, Site site = {});
+Tensor pow(const Tensor& x, const Tensor& exponent, Site site = {});
+Tensor exp(const Tensor& x, Site site = {});
+Tensor log(const Tensor& x, Site site = {});
+Tensor sqrt(const Tensor& x, Site site = {});
+Tensor abs(const Tensor& x, Site site = {});
+Tensor sin(const Tensor& x, Site site = {});
+Tensor cos(const Tensor& x, Site site = {});
+Tensor tanh(const Tensor& x, Site site = {});
+Tensor sigmoid(const Tensor& x, Site site = {});
+Tensor erf(const Tensor& x, Site site = {});
+Tensor relu(const Tensor& x, Site site = {});
+Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01, Site site = {});
+/// Exact GELU: x * Φ(x) = 0.5 x (1 + erf(x / √2)).
+Tensor gelu(const Tensor& x, Site site = {});
+/// -1, 0 or 1 (no gradient flows through it).
+Tensor sign(const Tensor& x);
+Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt, Site site = {});
+Tensor maximum(const Tensor& a, const Tensor& b, Site site = {});
+Tensor minimum(const Tensor& a, const Tensor& b, Site site = {});
+/// cond ? a : b, broadcasting all three.
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, Site site = {});
+Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b, Site site = {});
+Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b, Site site = {});
+/// x with `value` where mask is true.
+Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value, Site site = {});
+
+// ---- comparisons and logic (bool results, no gradient) --------------------------------------
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, const Scalar& b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, const Scalar& b);
+Tensor ge(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, const Scalar& b);
+Tensor le(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, const Scalar& b);
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor eq(const Tensor& a, const Scalar& b);
+Tensor ne(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, const Scalar& b);
+Tensor logical_and(const Tensor& a, const Tensor& b);
+Tensor logical_or(const Tensor& a, const Tensor& b);
+Tensor logical_not(const Tensor& a);
+Tensor isfinite(const Tensor& x);
+Tensor isnan(const Tensor& x);
+/// True when both have the same shape and every |a - b| <= atol + rtol * |b| (NaN never close).
+bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8);
+/// Same shape and identical values (bit-for-bit for floats, except NaN == NaN is false).
+bool equal(const Tensor& a, const Tensor& b);
+
+// ---- reductions ----------------------------------------------------------------------------
+Tensor sum(const Tensor& x, Site site = {});
+Tensor sum(const Tensor& x, const Dims& dims, bool keepdim = false, Site site = {});
+Tensor mean(const Tensor& x, Site site = {});
+Tensor mean(const Tensor& x, const Dims& dims, bool keepdim = false, Site site = {});
+/// Largest element (ties share the gradient equally, as in PyTorch).
+Tensor max(const Tensor& x, Site site = {});
+/// (values, indices) along one dim.
+std::tuple<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim = false, Site site = {});
+Tensor min(const Tensor& x, Site site = {});
+std::tuple<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim = false, Site site = {});
+/// Max over several dims (ties share the gradient).
+Tensor amax(const Tensor& x, const Dims& dims = {}, bool keepdim = false, Site site = {});
+Tensor amin(const Tensor& x, const Dims& dims = {}, bool keepdim = false, Site site = {});
+/// Index of the largest element (flattened when dim is not given); int64.
+Tensor argmax(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+Tensor argmin(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+/// Variance with Bessel's correction by default (correction = 1); empty dims = all.
+Tensor var(const Tensor& x, const Dims& dims = {}, int64_t correction = 1, bool keepdim = false, Site site = {});
+Tensor std(const Tensor& x, const Dims& dims = {}, int64_t correction = 1, bool keepdim = false, Site site = {});
+/// log Σ exp(x), computed stably (max subtracted first).
+Tensor logsumexp(const Tensor& x, const Dims& dims, bool keepdim = false, Site site = {});
+/// p-norm over all elements (p = 2 by default).
+Tensor norm(const Tensor& x, double p = 2.0, Site site = {});
+
+// ---- linear algebra ------------------------------------------------------------------------
+/// torch.matmul: 1-D dot, 2-D matrix product, batched with broadcast batch dims.
+Tensor matmul(const Tensor& a, const Tensor& b, Site site = {});
+/// 2-D only.
+Tensor mm(const Tensor& a, const Tensor& b, Site site = {});
+/// 3-D only, equal batch sizes.
+Tensor bmm(const Tensor& a, const Tensor& b, Site site = {});
+
+// ---- shapes (views share storage) -----------------------------------------------------------
+Tensor reshape(const Tensor& x, const Shape& shape, Site site = {});
+/// Like reshape but never copies: an error when the strides do not allow a view.
+Tensor view(const Tensor& x, const Shape& shape, Site site = {});
+Tensor flatten(const Tensor& x, int64_t start_dim = 0, int64_t end_dim = -1, Site site = {});
+Tensor transpose(const Tensor& x, int64_t d0, int64_t d1, Site site = {});
+Tensor permute(const Tensor& x, const Dims& dims, Site site = {});
+Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t step = 1, Site site = {});
+Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length, Site site = {});
+Tensor select(const Tensor& x, int64_t dim, int64_t index, Site site = {});
+Tensor expand(const Tensor& x, const Shape& shape, Site site = {});
+Tensor squeeze(const Tensor& x, std::optional<int64_t> dim = std::nullopt, Site site = {});
+Tensor unsqueeze(const Tensor& x, int64_t dim, Site site = {});
+/// Sums x down to `shape` (the inverse of broadcasting to x's shape).
+Tensor sum_to(const Tensor& x, const Shape& shape, Site site = {});
+Tensor cat(const TensorList& tensors, int64_t dim = 0, Site site = {});
+Tensor stack(const TensorList& tensors, int64_t dim = 0, Site site = {});
+Tensor clone(const Tensor& x, Site site = {});
+Tensor contiguous(const Tensor& x, Site site = {});
+
+// ---- indexing ------------------------------------------------------------------------------
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index, Site site = {});
+/// out[i][j] = x[i][index[i][j]] (dim 1); index has x's rank.
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index, Site site = {});
+/// out = self; out[i][index[i][j]] += src[i][j] (dim 1).
+Tensor scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, Site site = {});
+/// out = self; out[index[i]] += src[i] along dim.
+Tensor index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, Site site = {});
+/// Rows of `weight` [V, D] picked by int64 `indices` of any shape -> indices.shape + [D].
+Tensor embedding(const Tensor& weight, const Tensor& indices, Site site = {});
+
+// ---- softmax family ------------------------------------------------------------------------
+Tensor softmax(const Tensor& x, int64_t dim, Site site = {});
+Tensor log_softmax(const Tensor& x, int64_t dim, Site site = {});
+
+namespace nn::functional {
+
+enum class Reduction { None, Mean, Sum };
+inline constexpr Reduction kNone = Reduction::None;
+inline constexpr Reduction kMean = Reduction::Mean;
+inline constexpr Reduction kSum = Reduction::Sum;
+
+/// Options of cross_entropy (LibTorch's CrossEntropyFuncOptions).
+struct CrossEntropyFuncOptions {
+  Reduction reduction_ = kMean;
+  int64_t ignore_index_ = -100;
+  double label_smoothing_ = 0.0;
+  CrossEntropyFuncOptions& reduction(Reduction r) { reduction_ = r; return *this; }
+  CrossEntropyFuncOptions& ignore_index(int64_t i) { ignore_index_ = i; return *this; }
+  CrossEntropyFuncOptions& label_smoothing(double s) { label_smoothing_ = s; return *this; }
+};
+/// Options of nll_loss.
+struct NLLLossFuncOptions {
+  Reduction reduction_ = kMean;
+  int64_t ignore_index_ = -100;
+  NLLLossFuncOptions& reduction(Reduction r) { reduction_ = r; return *this; }
+  NLLLossFuncOptions& ignore_index(int64_t i) { ignore_index_ = i; return *this; }
+};
+
+/// Logits [N, C] (or [C]) and class indices [N] (int64) -> loss; label smoothing mixes the
+/// one-hot target with the uniform distribution; targets equal to ignore_index are skipped.
+Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntropyFuncOptions& options = {}, Site site = {});
+/// Log-probabilities [N, C] and class indices [N] -> -mean(logp[i, target[i]]).
+Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const NLLLossFuncOptions& options = {}, Site site = {});
+Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = kMean, Site site = {});
+Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = kMean, Site site = {});
+/// Stable: max(x, 0) - x*y + log(1 + exp(-|x|)).
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, Reduction reduction = kMean, Site site = {});
+Tensor softmax(const Tensor& x, int64_t dim, Site site = {});
+Tensor log_softmax(const Tensor& x, int64_t dim, Site site = {});
+Tensor relu(const Tensor& x, Site site = {});
+Tensor gelu(const Tensor& x, Site site = {});
+Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01, Site site = {});
+Tensor embedding(const Tensor& indices, const Tensor& weight, Site site = {});
+
+}  // namespace nn::functional
+
+}  // namespace gradlab

@@ -1,0 +1,187 @@
+// Reductions. sum and amax/amin are primitives; mean, var, std, logsumexp and norm are composed.
+
+#include <algorithm>
+#include <cmath>
+
+#include "gradlab/ops/common.hpp"
+
+namespace gradlab {
+using namespace ops_detail;
+
+namespace {
+
+// Wrapped, sorted, unique dims; empty = all dims.
+Dims normalize_dims(const char* op, const Tensor& x, const Dims& dims) {
+  Dims r;
+  if (dims.empty()) {
+    for (int64_t d = 0; d < x.dim(); ++d) r.push_back(d);
+    return r;
+  }
+  for (auto d : dims) r.push_back(wrap_dim(d, x.dim(), op));
+  std::sort(r.begin(), r.end());
+  GRADLAB_CHECK(std::adjacent_find(r.begin(), r.end()) == r.end(), ShapeError, op,
+                "dim appears multiple times in the list of dims", "distinct dims", shape_str(dims));
+  if (x.dim() == 0) r.clear();
+  return r;
+}
+
+// dy of a reduction, reshaped so that it broadcasts against the input (reduced dims as size 1).
+Tensor keep_reduced(const Tensor& g, const Shape& in_shape, const Dims& dims, bool keepdim) {
+  if (keepdim || dims.empty()) return g;
+  Shape s = in_shape;
+  for (auto d : dims) s[d] = 1;
+  return g.reshape(s);
+}
+
+// y = Σ_dims x       dx = dy broadcast back to x.shape
+struct Sum : Op<Sum> {
+  static constexpr const char* kName = "SumBackward1";
+  Shape in_shape;
+  Dims dims;
+  bool keepdim = false;
+  Tensor forward(const Tensor& x, const Dims& d, bool k) {
+    in_shape = x.sizes();
+    dims = d;
+    keepdim = k;
+    return cpu::reduce(cpu::Reduce::Sum, x, d, k);
+  }
+  GradList backward(const GradList& g) { return {keep_reduced(g[0], in_shape, dims, keepdim).expand(in_shape)}; }
+};
+
+// y = max_dims x      dx = dy * (x == y) / (number of ties)     (amin likewise)
+struct AmaxAmin : Op<AmaxAmin> {
+  static constexpr const char* kName = "AmaxBackward0";
+  SavedTensor x_, y_;
+  Dims dims;
+  bool keepdim = false;
+  Tensor forward(const Tensor& x, const Dims& d, bool k, bool is_max) {
+    dims = d;
+    keepdim = k;
+    Tensor y = cpu::reduce(is_max ? cpu::Reduce::Max : cpu::Reduce::Min, x, d, k);
+    save(x_, x);
+    save(y_, y, kOutput);
+    return y;
+  }
+  GradList backward(const GradList& g) {
+    Tensor x = x_.unpack();
+    Tensor y = keep_reduced(y_.unpack(), x.sizes(), dims, keepdim);
+    Tensor mask = eq(x, y).to(x.dtype());
+    Tensor count = sum(mask, dims, /*keepdim=*/true);
+    return {keep_reduced(g[0], x.sizes(), dims, keepdim) * mask / count};
+  }
+};
+
+// (y, i) = max over one dim     dx = zeros(x.shape) with dy at the arg positions
+struct MaxMinDim : Op<MaxMinDim> {
+  static constexpr const char* kName = "MaxBackward0";
+  Shape in_shape;
+  SavedTensor idx_;
+  int64_t dim = 0;
+  bool keepdim = false;
+  std::vector<Tensor> forward(const Tensor& x, int64_t d, bool k, bool is_max) {
+    in_shape = x.sizes();
+    dim = d;
+    keepdim = k;
+    auto [v, i] = cpu::reduce_index(is_max ? cpu::Reduce::Max : cpu::Reduce::Min, x, d, k);
+    save(idx_, i);
+    return {v, i};
+  }
+  GradList backward(const GradList& g) {
+    if (in_shape.empty()) return {g[0]};
+    Tensor idx = idx_.unpack(), dy = g[0];
+    if (!keepdim) {
+      idx = idx.unsqueeze(dim);
+      dy = dy.unsqueeze(dim);
+    }
+    return {scatter_add(zeros(in_shape, dy.options()), dim, idx, dy)};
+  }
+};
+
+Tensor float_or_self(const Tensor& x, const Site& site) { return cast_to(x, float_dtype(x), site); }
+
+}  // namespace
+
+Tensor sum(const Tensor& x, Site site) { return sum(x, Dims{}, false, site); }
+Tensor sum(const Tensor& x, const Dims& dims, bool keepdim, Site site) {
+  check_defined("sum", x);
+  Tensor xin = x.dtype() == kBool ? x.to(kInt64) : x;  // summing a mask counts it
+  return record<Sum>(site, xin, normalize_dims("sum", x, dims), keepdim);
+}
+Tensor mean(const Tensor& x, Site site) { return mean(x, Dims{}, false, site); }
+Tensor mean(const Tensor& x, const Dims& dims, bool keepdim, Site site) {
+  check_defined("mean", x);
+  GRADLAB_CHECK(x.is_floating_point(), DTypeError, "mean", "mean needs a floating point input",
+                "float32 or float64", to_string(x.dtype()), "convert with .to(kFloat32)");
+  Dims d = normalize_dims("mean", x, dims);
+  int64_t n = 1;
+  for (auto k : d) n *= x.size(k);
+  return sum(x, d, keepdim, site) / static_cast<double>(n);
+}
+Tensor amax(const Tensor& x, const Dims& dims, bool keepdim, Site site) {
+  check_defined("amax", x);
+  return record<AmaxAmin>(site, x, normalize_dims("amax", x, dims), keepdim, true);
+}
+Tensor amin(const Tensor& x, const Dims& dims, bool keepdim, Site site) {
+  check_defined("amin", x);
+  return record<AmaxAmin>(site, x, normalize_dims("amin", x, dims), keepdim, false);
+}
+Tensor max(const Tensor& x, Site site) { return amax(x, {}, false, site); }
+Tensor min(const Tensor& x, Site site) { return amin(x, {}, false, site); }
+std::tuple<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim, Site site) {
+  check_defined("max", x);
+  auto r = record<MaxMinDim>(site, x, x.dim() == 0 ? 0 : wrap_dim(dim, x.dim(), "max"), keepdim, true);
+  return {r[0], r[1]};
+}
+std::tuple<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim, Site site) {
+  check_defined("min", x);
+  auto r = record<MaxMinDim>(site, x, x.dim() == 0 ? 0 : wrap_dim(dim, x.dim(), "min"), keepdim, false);
+  return {r[0], r[1]};
+}
+Tensor argmax(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+  check_defined("argmax", x);
+  if (!dim) return cpu::reduce_index(cpu::Reduce::Max, x.reshape({-1}), 0, false).second;
+  return cpu::reduce_index(cpu::Reduce::Max, x, x.dim() == 0 ? 0 : wrap_dim(*dim, x.dim(), "argmax"), keepdim).second;
+}
+Tensor argmin(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+  check_defined("argmin", x);
+  if (!dim) return cpu::reduce_index(cpu::Reduce::Min, x.reshape({-1}), 0, false).second;
+  return cpu::reduce_index(cpu::Reduce::Min, x, x.dim() == 0 ? 0 : wrap_dim(*dim, x.dim(), "argmin"), keepdim).second;
+}
+Tensor var(const Tensor& x, const Dims& dims, int64_t correction, bool keepdim, Site site) {
+  check_defined("var", x);
+  Tensor xf = float_or_self(x, site);
+  Dims d = normalize_dims("var", x, dims);
+  int64_t n = 1;
+  for (auto k : d) n *= x.size(k);
+  // var = Σ (x - mean)² / (n - correction)
+  Tensor centered = xf - mean(xf, d, /*keepdim=*/true, site);
+  return sum(centered * centered, d, keepdim, site) / static_cast<double>(std::max<int64_t>(n - correction, 0));
+}
+Tensor std(const Tensor& x, const Dims& dims, int64_t correction, bool keepdim, Site site) {
+  return sqrt(var(x, dims, correction, keepdim, site), site);
+}
+Tensor logsumexp(const Tensor& x, const Dims& dims, bool keepdim, Site site) {
+  check_defined("logsumexp", x);
+  Tensor xf = float_or_self(x, site);
+  Dims d = normalize_dims("logsumexp", x, dims);
+  // m + log Σ exp(x - m) with m = max (detached: the result does not depend on m).
+  // An infinite max (all -inf) would give inf - inf = NaN: use 0 there.
+  Tensor m = amax(xf, d, /*keepdim=*/true).detach();
+  m = where(isfinite(m), m, 0.0);
+  Tensor r = log(sum(exp(xf - m, site), d, /*keepdim=*/true, site), site) + m;
+  if (keepdim) return r;
+  Shape out;
+  for (int64_t k = 0; k < x.dim(); ++k)
+    if (!std::binary_search(d.begin(), d.end(), k)) out.push_back(x.size(k));
+  return r.reshape(out, site);
+}
+Tensor norm(const Tensor& x, double p, Site site) {
+  check_defined("norm", x);
+  Tensor xf = float_or_self(x, site);
+  if (p == 2.0) return sqrt(sum(xf * xf, site), site);
+  if (p == 1.0) return sum(abs(xf, site), site);
+  if (std::isinf(p)) return p > 0 ? amax(abs(xf, site), {}, false, site) : amin(abs(xf, site), {}, false, site);
+  return pow(sum(pow(abs(xf, site), p, site), site), 1.0 / p, site);
+}
+
+}  // namespace gradlab
