@@ -15,5 +15,6 @@
 #include "gradlab/core/options.hpp"
 #include "gradlab/core/scalar.hpp"
 #include "gradlab/core/shape.hpp"
+#include "gradlab/core/state_dict.hpp"
 #include "gradlab/core/tensor.hpp"
 #include "gradlab/ops/ops.hpp"
