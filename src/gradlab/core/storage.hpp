@@ -42,4 +42,17 @@ class Storage {
   Site last_write_ = Site::unknown();
 };
 
+/// CPU memory held by tensor storages (the figures lessons print for memory questions).
+namespace memory {
+/// Bytes held by live storages now.
+std::size_t allocated();
+/// Highest `allocated()` since start or the last reset_peak().
+std::size_t max_allocated();
+void reset_peak();
+/// Bytes of freed large blocks kept for reuse (see storage.cpp).
+std::size_t cached();
+/// Returns every cached block to the system.
+void empty_cache();
+}  // namespace memory
+
 }  // namespace gradlab
