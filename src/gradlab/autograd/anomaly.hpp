@@ -16,6 +16,12 @@ bool is_anomaly_enabled();
 /// Turns anomaly detection on or off (torch.autograd.set_detect_anomaly).
 void set_detect_anomaly(bool enabled);
 
+namespace detail {
+/// True while this thread runs a node's backward: the ops inside it are not checked as forward
+/// ops, so the backward check can name the node and the user's forward call instead.
+bool& running_backward();
+}  // namespace detail
+
 /// Anomaly detection for a scope (torch::autograd::DetectAnomalyGuard).
 class DetectAnomalyGuard {
  public:

@@ -4,6 +4,7 @@
 #include <queue>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 #include "gradlab/autograd/anomaly.hpp"
 #include "gradlab/autograd/grad_mode.hpp"
@@ -195,11 +196,17 @@ TensorList run_backward(const TensorList& roots, const TensorList& root_grads, b
     // Zero-fill gradients of differentiable outputs that received none (multi-output nodes).
     for (size_t k = 0; k < n->num_outputs(); ++k) {
       const TensorMeta& m = n->output_meta()[k];
-      if (!grads[k].defined() && m.differentiable)
+      if (!grads[k].defined() && m.differentiable && n->materialize_grads())
         grads[k] = zeros(m.shape, TensorOptions().dtype(m.dtype).device(m.device));
     }
-    GradList in_grads = grads;  // kept for anomaly messages only when enabled
+    GradList in_grads;  // kept for anomaly messages only when enabled (no copy when off)
+    if (is_anomaly_enabled()) in_grads = grads;
     GradList out = [&] {
+      // The ops inside apply are checked as this node's backward (check_backward_anomaly).
+      struct Running {
+        bool prev = std::exchange(detail::running_backward(), true);
+        ~Running() { detail::running_backward() = prev; }
+      } running;
       try {
         return n->apply(std::move(grads));
       } catch (const AutogradError&) {

@@ -62,7 +62,7 @@ class AutogradContext {
   TensorList get_saved_variables() const;
   /// Non-tensor values for backward.
   std::map<std::string, SavedValue> saved_data;
-  /// Does forward input i need a gradient?
+  /// Does tensor input i need a gradient? (i counts tensor arguments only, as in LibTorch.)
   bool needs_input_grad(size_t i) const;
   /// Outputs that never get a gradient (e.g. indices).
   void mark_non_differentiable(const TensorList& outputs);
@@ -108,6 +108,7 @@ class CppNode final : public Node {
       if (arg_is_tensor[i]) out.push_back(std::move(r[i]));
     return out;
   }
+  bool materialize_grads() const override { return ctx.materialize_grads(); }
   void release_variables() override {
     ctx.release();
     released_ = true;
@@ -134,9 +135,15 @@ struct Function {
     (node->arg_is_tensor.push_back(std::is_same_v<std::decay_t<Args>, Tensor>), ...);
     node->ctx.bind(node.get());
     const bool rec = should_record(inputs);
+    // Edges before forward, as LibTorch does: forward may ask ctx->needs_input_grad(i).
+    if (rec)
+      for (const Tensor* in : inputs) node->mutable_next_edges().push_back(gradient_edge(*in));
     auto out = [&] {
       AutoGradMode no_grad(false);
-      return T::forward(&node->ctx, std::forward<Args>(args)...);
+      // NOTE: args as lvalues, never std::forward: a temporary tensor argument moved into
+      // forward's by-value parameter would leave `inputs` pointing at an empty handle, and the
+      // graph would lose that input (no gradient, no error).
+      return T::forward(&node->ctx, args...);
     }();
     std::vector<Tensor*> outputs;
     detail::outputs_of(outputs, out);

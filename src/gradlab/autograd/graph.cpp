@@ -47,7 +47,8 @@ std::string to_dot(const Tensor& root, const std::string& title) {
   os << "  out [shape=box, style=filled, fillcolor=lightblue, label=\"output " << escape(root.describe())
      << "\"];\n";
   walk(top.fn, [&](Node* n, size_t id) {
-    std::string name = "n" + std::to_string(id);
+    std::string name = "n";  // NOTE: not "n" + to_string(id): a g++ 12 -Wrestrict false positive
+    name += std::to_string(id);
     names[n] = name;
     if (auto* acc = dynamic_cast<AccumulateGrad*>(n)) {
       const TensorImpl& leaf = *acc->leaf();

@@ -45,6 +45,9 @@ void SavedTensor::save(const Tensor& t, Node* owner, bool is_output, uint32_t ou
   if (is_output) {
     // Store a grad_fn-free alias: the node owning a reference to its own output would be a cycle.
     data_ = make_view(t, t.sizes(), t.strides(), t.storage_offset());
+    // NOTE: make_view points the alias at t as its base; t -> grad_fn (this node) -> alias -> t
+    // would be a reference cycle that leaks every graph never backpropagated. Keep t's own base.
+    data_.impl()->view_base = t.impl()->view_base;
   } else {
     data_ = t;
     if (auto fn = t.grad_fn()) producer_ = fn->name();
@@ -65,7 +68,8 @@ Tensor SavedTensor::unpack() const {
         "calling backward. (node: " + consumer + ")");
   }
   if (data_.version() != version_) {
-    std::string which = "[" + to_string(data_.dtype()) + " tensor " + shape_str(data_.sizes()) + "]";
+    // NOTE: std::string first: g++ 12 -O3 warns (-Wrestrict, a false positive) on "[" + string.
+    std::string which = std::string("[") + to_string(data_.dtype()) + " tensor " + shape_str(data_.sizes()) + "]";
     std::string origin;
     if (is_output_) origin = ", which is output " + std::to_string(output_nr_) + " of " + consumer + ",";
     else if (!producer_.empty()) origin = ", which is output " + std::to_string(data_.output_nr()) + " of " + producer_ + ",";
@@ -144,8 +148,10 @@ void connect(const std::shared_ptr<Node>& node, const std::vector<const Tensor*>
              std::vector<Tensor*>& outputs, const std::vector<const TensorImpl*>& non_differentiable) {
   auto& edges = node->mutable_next_edges();
   auto& in_meta = node->mutable_input_meta();
+  // A custom Function sets its edges before forward (so ctx->needs_input_grad works there).
+  const bool have_edges = !edges.empty();
   for (const Tensor* t : inputs) {
-    edges.push_back(gradient_edge(*t));
+    if (!have_edges) edges.push_back(gradient_edge(*t));
     if (t->defined()) in_meta.push_back({t->sizes(), t->dtype(), t->device(), t->requires_grad()});
     else in_meta.push_back({{}, kFloat32, Device(), false});
   }
@@ -172,7 +178,7 @@ void set_detect_anomaly(bool enabled) { g_anomaly.store(enabled, std::memory_ord
 
 void check_forward_anomaly(const char* op, const Site& site, const std::vector<const Tensor*>& inputs,
                            const std::vector<Tensor*>& outputs) {
-  if (!is_anomaly_enabled()) return;
+  if (!is_anomaly_enabled() || detail::running_backward()) return;
   std::vector<TensorStats> in_stats;
   for (const Tensor* t : inputs) {
     if (!t->defined() || !t->is_floating_point()) continue;

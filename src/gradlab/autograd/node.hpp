@@ -68,6 +68,9 @@ class Node : public std::enable_shared_from_this<Node> {
   virtual GradList apply(GradList&& grads) = 0;
   /// Frees what was saved for backward (after a backward without retain_graph).
   virtual void release_variables();
+  /// Whether the engine zero-fills the gradients of outputs that received none before apply()
+  /// (false for a custom function that called ctx->set_materialize_grads(false)).
+  virtual bool materialize_grads() const { return true; }
 
   const std::vector<Edge>& next_edges() const { return next_edges_; }
   std::vector<Edge>& mutable_next_edges() { return next_edges_; }

@@ -55,14 +55,19 @@ TensorOptions like(const Tensor& t, const std::optional<TensorOptions>& o) {
 }  // namespace
 
 Tensor empty(const Shape& shape, TensorOptions o) { return finish(alloc(shape, o, "empty"), o, "empty"); }
-Tensor zeros(const Shape& shape, TensorOptions o) { return full(shape, 0.0, o.has_dtype() ? o : o.dtype(default_dtype())); }
-Tensor ones(const Shape& shape, TensorOptions o) { return full(shape, 1.0, o.has_dtype() ? o : o.dtype(default_dtype())); }
-Tensor full(const Shape& shape, const Scalar& value, TensorOptions o) {
+namespace {
+// full(), with the public op's name in its errors ("zeros: device cuda is not available").
+Tensor filled(const Shape& shape, const Scalar& value, TensorOptions o, const char* op) {
   if (!o.has_dtype()) o = o.dtype(value.natural_dtype());
-  Tensor t = alloc(shape, o, "full");
+  Tensor t = alloc(shape, o, op);
   cpu::fill(t, value);
-  return finish(t, o, "full");
+  return finish(t, o, op);
 }
+}  // namespace
+
+Tensor zeros(const Shape& shape, TensorOptions o) { return filled(shape, 0.0, o, "zeros"); }
+Tensor ones(const Shape& shape, TensorOptions o) { return filled(shape, 1.0, o, "ones"); }
+Tensor full(const Shape& shape, const Scalar& value, TensorOptions o) { return filled(shape, value, o, "full"); }
 Tensor scalar_tensor(const Scalar& value, TensorOptions o) { return full({}, value, o); }
 
 Tensor arange(const Scalar& end, TensorOptions o) { return arange(0, end, 1, o); }
@@ -86,7 +91,8 @@ Tensor linspace(double start, double end, int64_t steps, TensorOptions o) {
   int64_t i = 0;
   return generate({steps}, o, "linspace", [&] {
     // Fill from both ends, as PyTorch does, so the last value is exactly `end`.
-    double v = i < steps / 2 ? start + step * static_cast<double>(i) : end - step * static_cast<double>(steps - 1 - i);
+    // (one step gives [start], as PyTorch)
+    double v = i < steps / 2 || steps == 1 ? start + step * static_cast<double>(i) : end - step * static_cast<double>(steps - 1 - i);
     ++i;
     return v;
   });
@@ -124,6 +130,7 @@ Tensor randint(int64_t low, int64_t high, const Shape& shape, TensorOptions o, G
 
 Tensor randperm(int64_t n, Generator* gen) {
   Generator& g = gen ? *gen : default_generator();
+  GRADLAB_CHECK(n >= 0, ValueError, "randperm", "n must be non-negative", "n >= 0", std::to_string(n));
   std::vector<int64_t> p(static_cast<size_t>(n));
   std::iota(p.begin(), p.end(), 0);
   // Fisher-Yates with our own randint: the same permutation on every platform.
@@ -206,6 +213,7 @@ Tensor tensor(std::initializer_list<int64_t> v, TensorOptions o) {
 Tensor tensor(std::initializer_list<bool> v, TensorOptions o) {
   return from_vector(std::vector<bool>(v), {static_cast<int64_t>(v.size())}, o);
 }
+Tensor tensor(std::initializer_list<std::initializer_list<bool>> v, TensorOptions o) { return nested(v, o, kBool); }
 Tensor tensor(double value, TensorOptions o) { return from_vector(std::vector<double>{value}, {}, o); }
 
 }  // namespace gradlab

@@ -55,6 +55,8 @@ Tensor tensor(std::initializer_list<int> values, TensorOptions options = {});
 Tensor tensor(std::initializer_list<std::initializer_list<int>> values, TensorOptions options = {});
 Tensor tensor(std::initializer_list<int64_t> values, TensorOptions options = {});
 Tensor tensor(std::initializer_list<bool> values, TensorOptions options = {});
+/// NOTE: without this overload, tensor({{true, false}}) would pick the int rows and give int64.
+Tensor tensor(std::initializer_list<std::initializer_list<bool>> values, TensorOptions options = {});
 /// A 0-d tensor.
 Tensor tensor(double value, TensorOptions options = {});
 

@@ -40,7 +40,8 @@ int64_t wrap_dim(int64_t dim, int64_t rank, const char* op) {
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
   size_t n = std::max(a.size(), b.size());
   Shape out(n);
-  for (size_t i = 0; i < n; ++i) {
+  // From the last dim, as PyTorch: the message names the rightmost mismatch.
+  for (size_t i = n; i-- > 0;) {
     int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
     int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
     if (da != db && da != 1 && db != 1) {

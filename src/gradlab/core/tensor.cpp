@@ -270,7 +270,7 @@ void print_rec(std::ostream& os, const std::vector<double>& v, const Shape& s, s
   const bool cut = summarize && n > 6;
   for (int64_t i = 0; i < n; ++i) {
     if (cut && i == 3) {
-      os << (d + 1 == s.size() ? "..., " : "...,\n" + std::string(indent + d + 1, ' '));
+      os << (d + 1 == s.size() ? " ..., " : "...,\n" + std::string(indent + d + 1, ' '));  // PyTorch's " ..."
       i = n - 3;
     }
     if (d + 1 == s.size()) {
@@ -304,7 +304,10 @@ std::string Tensor::str() const {
     if (x != 0) amin = std::min(amin, std::abs(x));
   }
   f.integral = all_int;
-  f.sci = is_floating_point() && ((amax >= 1e8) || (!all_int && amin < 1e-4) || (amin != INFINITY && amax / amin > 1e3 && !all_int && amax > 1e3));
+  // PyTorch's rule over nonzero finite |x|: whole numbers go scientific only above 1e8; others
+  // also when the smallest is below 1e-4 or the largest / smallest exceeds 1000.
+  f.sci = is_floating_point() && amin != INFINITY &&
+          (amax > 1e8 || (!all_int && (amin < 1e-4 || amax / amin > 1e3)));
   for (double x : v) f.width = std::max<int>(f.width, static_cast<int>(f.fmt(x).size()));
   os << "tensor(";
   if (numel() == 0) {

@@ -104,6 +104,16 @@ class Tensor {
   unsigned register_hook(GradHook hook);
   /// Same, for a hook that only looks.
   unsigned register_hook(std::function<void(const Tensor&)> hook);
+  /// A lambda: one returning a Tensor may replace the gradient, one returning void only looks.
+  /// NOTE: without this, a Tensor-returning lambda converts to both std::function overloads.
+  template <class F>
+    requires std::is_invocable_v<F&, const Tensor&>
+  unsigned register_hook(F&& hook) {
+    if constexpr (std::is_void_v<std::invoke_result_t<F&, const Tensor&>>)
+      return register_hook(std::function<void(const Tensor&)>(std::forward<F>(hook)));
+    else
+      return register_hook(GradHook(std::forward<F>(hook)));
+  }
   void remove_hook(unsigned handle);
   /// Same data, cut from the graph (shares storage and version counter).
   Tensor detach() const;

@@ -5,6 +5,7 @@
 #include <numbers>
 
 #include "gradlab/ops/common.hpp"
+#include "gradlab/ops/nn_ops.hpp"
 
 namespace gradlab {
 namespace ops_detail {
@@ -12,7 +13,7 @@ namespace ops_detail {
 void check_same_device(const char* op, const Tensor& a, const Tensor& b) {
   if (a.device() == b.device()) return;
   throw DeviceError(error_message(op, "expected all tensors to be on the same device, but found two devices",
-                                  a.device().str() + " and " + a.device().str(),
+                                  "both on one device",
                                   a.device().str() + " and " + b.device().str(),
                                   "move one with .to(device) before combining them"));
 }
@@ -35,6 +36,13 @@ std::pair<Tensor, Tensor> prepare_binary(const char* op, const Tensor& a, const 
   check_defined(op, b, "b");
   check_same_device(op, a, b);
   ScalarType dt = promote_types(a.dtype(), b.dtype());
+  // PyTorch's result_type: beside a tensor with dims, a 0-d tensor only raises the category
+  // (bool < integer < floating): float32 [3] * float64 0-d stays float32.
+  if ((a.dim() == 0) != (b.dim() == 0)) {
+    const ScalarType d = a.dim() == 0 ? b.dtype() : a.dtype(), z = a.dim() == 0 ? a.dtype() : b.dtype();
+    auto category = [](ScalarType t) { return is_floating_point(t) ? 2 : t == kBool ? 0 : 1; };
+    if (category(z) <= category(d)) dt = d;
+  }
   if (to_float && !is_floating_point(dt)) dt = default_dtype();
   const Shape shape = a.sizes() == b.sizes() ? a.sizes() : broadcast_shapes(a.sizes(), b.sizes(), op);
   Tensor x = cast_to(a, dt, site), y = cast_to(b, dt, site);
@@ -295,7 +303,7 @@ struct Erf : Op<Erf> {
   }
 };
 
-// y = max(x, 0)      dx = dy * (y > 0)      (from the output)
+// y = max(x, 0)      dx = dy * (y > 0)      (from the output; one threshold_backward pass)
 struct Relu : Op<Relu> {
   static constexpr const char* kName = "ReluBackward0";
   SavedTensor y_;
@@ -304,7 +312,7 @@ struct Relu : Op<Relu> {
     save(y_, y, kOutput);
     return y;
   }
-  GradList backward(const GradList& g) { return {g[0] * gt(y_.unpack(), 0.0)}; }
+  GradList backward(const GradList& g) { return {threshold_backward(g[0], y_.unpack(), 0.0)}; }
 };
 
 // y = x > 0 ? x : s x    dx = dy * (x > 0 ? 1 : s)

@@ -67,6 +67,13 @@ Tensor& apply_inplace(Tensor& self, const char* op, const Site& site, const std:
 
 Tensor value_like(const Tensor& self, const Scalar& v) { return wrap_scalar(v, self, "in-place op"); }
 
+// new = v (broadcast), recorded as a function of old with zero gradient to it (PyTorch's
+// FillBackward / CopyBackwards): where(true, v, old).
+// NOTE: not old * 0 + v, which turns an inf or NaN in old into NaN.
+Tensor overwrite(const Tensor& old, const Tensor& v, const Site& site) {
+  return gradlab::where(full_like(old, true, kBool), v, old, site);
+}
+
 // Checks that `other` broadcasts to self's shape without changing it (in-place results keep the shape).
 void check_inplace_shape(const char* op, const Tensor& self, const Tensor& other) {
   check_defined(op, other, "other");
@@ -126,7 +133,8 @@ Tensor& Tensor::div_(const Scalar& o, Site site) { return div_(value_like(*this,
 
 Tensor& Tensor::fill_(const Scalar& v, Site site) {
   return apply_inplace(*this, "fill_", site, {}, [&] { cpu::fill(*this, v); },
-                       [&](const Tensor& old) { return full_like(old, v); });
+                       // full_like alone would turn a non-leaf into a leaf without grad
+                       [&](const Tensor& old) { return overwrite(old, full_like(old, v), site); });
 }
 Tensor& Tensor::zero_(Site site) { return fill_(0, site); }
 
@@ -149,7 +157,7 @@ Tensor& Tensor::copy_(const Tensor& src, Site site) {
         if (b.is_same_storage(*this)) b = cpu::contiguous(b.clone());
         cpu::copy(*this, b);
       },
-      [&](const Tensor& old) { return gradlab::add(gradlab::mul(old, 0.0, site), src.to(dtype(), site), site); });
+      [&](const Tensor& old) { return overwrite(old, src.to(dtype(), site), site); });
 }
 
 Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max, Site site) {

@@ -170,6 +170,10 @@ struct NLLLossFuncOptions {
 /// Logits [N, C] (or [C]) and class indices [N] (int64) -> loss; label smoothing mixes the
 /// one-hot target with the uniform distribution; targets equal to ignore_index are skipped.
 Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntropyFuncOptions& options = {}, Site site = {});
+/// The composite cross_entropy (log_softmax, then nll with smoothing and masks), [N, C] logits
+/// only: the oracle of the fused node that cross_entropy runs (nn_ops.hpp: cross_entropy_fused).
+Tensor cross_entropy_reference(const Tensor& input, const Tensor& target,
+                               const CrossEntropyFuncOptions& options = {}, Site site = {});
 /// Log-probabilities [N, C] and class indices [N] -> -mean(logp[i, target[i]]).
 Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const NLLLossFuncOptions& options = {}, Site site = {});
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = kMean, Site site = {});

@@ -34,8 +34,10 @@ Tensor keep_reduced(const Tensor& g, const Shape& in_shape, const Dims& dims, bo
 }
 
 // y = Σ_dims x       dx = dy broadcast back to x.shape
-struct Sum : Op<Sum> {
-  static constexpr const char* kName = "SumBackward1";
+// (PyTorch's names: SumBackward0 for a full x.sum(), SumBackward1 for sum over dims)
+template <bool Full>
+struct Sum : Op<Sum<Full>> {
+  static constexpr const char* kName = Full ? "SumBackward0" : "SumBackward1";
   Shape in_shape;
   Dims dims;
   bool keepdim = false;
@@ -49,17 +51,18 @@ struct Sum : Op<Sum> {
 };
 
 // y = max_dims x      dx = dy * (x == y) / (number of ties)     (amin likewise)
-struct AmaxAmin : Op<AmaxAmin> {
-  static constexpr const char* kName = "AmaxBackward0";
+template <bool IsMax>
+struct AmaxAmin : Op<AmaxAmin<IsMax>> {
+  static constexpr const char* kName = IsMax ? "AmaxBackward0" : "AminBackward0";
   SavedTensor x_, y_;
   Dims dims;
   bool keepdim = false;
-  Tensor forward(const Tensor& x, const Dims& d, bool k, bool is_max) {
+  Tensor forward(const Tensor& x, const Dims& d, bool k) {
     dims = d;
     keepdim = k;
-    Tensor y = cpu::reduce(is_max ? cpu::Reduce::Max : cpu::Reduce::Min, x, d, k);
-    save(x_, x);
-    save(y_, y, kOutput);
+    Tensor y = cpu::reduce(IsMax ? cpu::Reduce::Max : cpu::Reduce::Min, x, d, k);
+    this->save(x_, x);
+    this->save(y_, y, kOutput);
     return y;
   }
   GradList backward(const GradList& g) {
@@ -71,19 +74,20 @@ struct AmaxAmin : Op<AmaxAmin> {
   }
 };
 
-// (y, i) = max over one dim     dx = zeros(x.shape) with dy at the arg positions
-struct MaxMinDim : Op<MaxMinDim> {
-  static constexpr const char* kName = "MaxBackward0";
+// (y, i) = max over one dim     dx = zeros(x.shape) with dy at the arg positions   (min likewise)
+template <bool IsMax>
+struct MaxMinDim : Op<MaxMinDim<IsMax>> {
+  static constexpr const char* kName = IsMax ? "MaxBackward0" : "MinBackward0";
   Shape in_shape;
   SavedTensor idx_;
   int64_t dim = 0;
   bool keepdim = false;
-  std::vector<Tensor> forward(const Tensor& x, int64_t d, bool k, bool is_max) {
+  std::vector<Tensor> forward(const Tensor& x, int64_t d, bool k) {
     in_shape = x.sizes();
     dim = d;
     keepdim = k;
-    auto [v, i] = cpu::reduce_index(is_max ? cpu::Reduce::Max : cpu::Reduce::Min, x, d, k);
-    save(idx_, i);
+    auto [v, i] = cpu::reduce_index(IsMax ? cpu::Reduce::Max : cpu::Reduce::Min, x, d, k);
+    this->save(idx_, i);
     return {v, i};
   }
   GradList backward(const GradList& g) {
@@ -105,7 +109,8 @@ Tensor sum(const Tensor& x, Site site) { return sum(x, Dims{}, false, site); }
 Tensor sum(const Tensor& x, const Dims& dims, bool keepdim, Site site) {
   check_defined("sum", x);
   Tensor xin = x.dtype() == kBool ? x.to(kInt64) : x;  // summing a mask counts it
-  return record<Sum>(site, xin, normalize_dims("sum", x, dims), keepdim);
+  if (dims.empty() && !keepdim) return record<Sum<true>>(site, xin, normalize_dims("sum", x, dims), false);
+  return record<Sum<false>>(site, xin, normalize_dims("sum", x, dims), keepdim);
 }
 Tensor mean(const Tensor& x, Site site) { return mean(x, Dims{}, false, site); }
 Tensor mean(const Tensor& x, const Dims& dims, bool keepdim, Site site) {
@@ -119,22 +124,22 @@ Tensor mean(const Tensor& x, const Dims& dims, bool keepdim, Site site) {
 }
 Tensor amax(const Tensor& x, const Dims& dims, bool keepdim, Site site) {
   check_defined("amax", x);
-  return record<AmaxAmin>(site, x, normalize_dims("amax", x, dims), keepdim, true);
+  return record<AmaxAmin<true>>(site, x, normalize_dims("amax", x, dims), keepdim);
 }
 Tensor amin(const Tensor& x, const Dims& dims, bool keepdim, Site site) {
   check_defined("amin", x);
-  return record<AmaxAmin>(site, x, normalize_dims("amin", x, dims), keepdim, false);
+  return record<AmaxAmin<false>>(site, x, normalize_dims("amin", x, dims), keepdim);
 }
 Tensor max(const Tensor& x, Site site) { return amax(x, {}, false, site); }
 Tensor min(const Tensor& x, Site site) { return amin(x, {}, false, site); }
 std::tuple<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim, Site site) {
   check_defined("max", x);
-  auto r = record<MaxMinDim>(site, x, x.dim() == 0 ? 0 : wrap_dim(dim, x.dim(), "max"), keepdim, true);
+  auto r = record<MaxMinDim<true>>(site, x, x.dim() == 0 ? 0 : wrap_dim(dim, x.dim(), "max"), keepdim);
   return {r[0], r[1]};
 }
 std::tuple<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim, Site site) {
   check_defined("min", x);
-  auto r = record<MaxMinDim>(site, x, x.dim() == 0 ? 0 : wrap_dim(dim, x.dim(), "min"), keepdim, false);
+  auto r = record<MaxMinDim<false>>(site, x, x.dim() == 0 ? 0 : wrap_dim(dim, x.dim(), "min"), keepdim);
   return {r[0], r[1]};
 }
 Tensor argmax(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {

@@ -18,6 +18,11 @@ struct Layout {
 };
 
 Layout blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+  // NOTE: the stride of a size-1 dim is arbitrary (a strided view of [1, 1] may have strides
+  // [2, 2]) and is_contiguous() ignores it, so contiguous() would not fix it: normalize here, or
+  // BLAS gets ld = 0, refuses the call and leaves the output uninitialized.
+  if (cols == 1) cs = 1;
+  if (rows == 1) rs = std::max<int64_t>(cols, 1);
   if (cs == 1 && (rs >= std::max<int64_t>(cols, 1) || rows == 1)) return {true, CblasNoTrans, std::max(rs, std::max<int64_t>(cols, 1))};
   if (rs == 1 && (cs >= std::max<int64_t>(rows, 1) || cols == 1)) return {true, CblasTrans, std::max(cs, std::max<int64_t>(rows, 1))};
   return {};

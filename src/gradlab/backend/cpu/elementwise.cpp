@@ -2,6 +2,7 @@
 // and evaluated as xtensor expressions, which XSIMD vectorizes; strided operands are made
 // contiguous first, except a broadcast single value, which stays a scalar.
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <xtensor/xadapt.hpp>
@@ -16,10 +17,56 @@ namespace gradlab::cpu {
 
 namespace {
 
+// NOTE: pass the pointer as an rvalue: xt::adapt(p, ...) with an lvalue p stores a *reference*
+// to p (xbuffer_adaptor<T*&>), which would dangle once this function returns.
 template <class T>
 auto vec(T* p, int64_t n) {
-  return xt::adapt(p, static_cast<size_t>(n), xt::no_ownership(),
+  return xt::adapt(static_cast<T*>(p), static_cast<size_t>(n), xt::no_ownership(),
                    std::array<size_t, 1>{static_cast<size_t>(n)});
+}
+
+// Plain loops for the hottest float ops, into a freshly made output (so `y` aliases nothing).
+// g++ -O3 vectorizes them; they run about 2x faster than the same xtensor assignment here
+// (bench_core relu(x*2+1), 1M floats). Same results: one IEEE operation per element, and relu
+// keeps NaN (NaN < 0 is false), exactly as the xtensor expressions below.
+template <class T>
+bool unary_loop(Unary op, const T* x, T* __restrict y, int64_t n) {
+  if constexpr (std::is_floating_point_v<T>) {
+    switch (op) {
+      case Unary::Neg: for (int64_t i = 0; i < n; ++i) y[i] = -x[i]; return true;
+      case Unary::Relu: for (int64_t i = 0; i < n; ++i) y[i] = x[i] < T(0) ? T(0) : x[i]; return true;
+      default: break;
+    }
+  }
+  return false;
+}
+
+// out[i] = f(a[i], b[i]); a broadcast single value (sa / sb) is read once.
+template <class T, class F>
+void map2(const T* a, bool sa, const T* b, bool sb, T* __restrict out, int64_t n, F f) {
+  if (sb) {
+    const T s = *b;
+    for (int64_t i = 0; i < n; ++i) out[i] = f(a[i], s);
+  } else if (sa) {
+    const T s = *a;
+    for (int64_t i = 0; i < n; ++i) out[i] = f(s, b[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) out[i] = f(a[i], b[i]);
+  }
+}
+
+template <class T>
+bool binary_loop(Binary op, const T* a, bool sa, const T* b, bool sb, T* __restrict out, int64_t n) {
+  if constexpr (std::is_floating_point_v<T>) {
+    switch (op) {
+      case Binary::Add: map2(a, sa, b, sb, out, n, [](T x, T y) { return x + y; }); return true;
+      case Binary::Sub: map2(a, sa, b, sb, out, n, [](T x, T y) { return x - y; }); return true;
+      case Binary::Mul: map2(a, sa, b, sb, out, n, [](T x, T y) { return x * y; }); return true;
+      case Binary::Div: map2(a, sa, b, sb, out, n, [](T x, T y) { return x / y; }); return true;
+      default: break;
+    }
+  }
+  return false;
 }
 
 // ---- unary ----------------------------------------------------------------------------------
@@ -40,8 +87,10 @@ void unary_expr(Unary op, const X& x, Y& y, double p0, double p1) {
       case Unary::Relu: xt::noalias(y) = xt::where(x < zero, zero, x); return;  // NaN stays NaN
       case Unary::LeakyRelu: xt::noalias(y) = xt::where(x < zero, x * T(p0), x); return;
       case Unary::PowScalar:
+        // NOTE: std::pow, not xt::pow: xsimd's pow is off by ulps even where the result is
+        // exact (2^3 gave 7.9999999999999982); PyTorch gives 8.
         if (p0 == 2.0) xt::noalias(y) = x * x;
-        else xt::noalias(y) = xt::pow(x, T(p0));
+        else std::transform(x.begin(), x.end(), y.begin(), [e = T(p0)](T v) { return std::pow(v, e); });
         return;
       default: break;
     }
@@ -89,6 +138,7 @@ Tensor unary(Unary op, const Tensor& x_in, double p0, double p1) {
     if constexpr (std::is_same_v<T, bool>) {
       throw DTypeError(error_message("unary kernel", "bool tensors have no arithmetic", "a number dtype", "bool"));
     } else {
+      if (unary_loop<T>(op, ptr<const T>(x), ptr<T>(y), n)) return;
       auto xv = vec(ptr<const T>(x), n);
       auto yv = vec(ptr<T>(y), n);
       unary_expr<T>(op, xv, yv, p0, p1);
@@ -116,6 +166,13 @@ auto nan_of(const A& a) {
   else return xt::not_equal(a, a);
 }
 
+// Element i of a 1-D xtensor expression, or the number itself.
+template <class A>
+auto elem(const A& a, size_t i) {
+  if constexpr (std::is_arithmetic_v<A>) return a;
+  else return a(i);
+}
+
 // `a` and `b` are xtensor expressions or scalars; `out` an adaptor.
 template <class T, class A, class B, class O>
 void binary_expr(Binary op, const A& a, const B& b, O& out) {
@@ -136,7 +193,9 @@ void binary_expr(Binary op, const A& a, const B& b, O& out) {
       case Binary::Sub: xt::noalias(out) = a - b; return;
       case Binary::Mul: xt::noalias(out) = a * b; return;
       case Binary::Div: xt::noalias(out) = a / b; return;
-      case Binary::Pow: xt::noalias(out) = xt::pow(a, b); return;
+      case Binary::Pow:  // std::pow per element: xsimd's pow gave 3^1 = 2.9999999999999996
+        for (size_t i = 0; i < out.size(); ++i) out(i) = static_cast<T>(std::pow(elem(a, i), elem(b, i)));
+        return;
       // NaN propagates, as in PyTorch: pick a when a > b or a is NaN.
       case Binary::Maximum: xt::noalias(out) = xt::where(a > b || nan_of(a), a, b); return;
       case Binary::Minimum: xt::noalias(out) = xt::where(a < b || nan_of(a), a, b); return;
@@ -170,13 +229,28 @@ void binary_into(Binary op, const Tensor& a, const Tensor& b, const Tensor& out)
   }
 }
 
+// binary_into through the plain loops of binary_loop, for a fresh `out`; false = not covered.
+template <class T>
+bool binary_fast(Binary op, const Tensor& a, const Tensor& b, const Tensor& out) {
+  if constexpr (!std::is_floating_point_v<T>) {
+    return false;
+  } else {
+    if (op != Binary::Add && op != Binary::Sub && op != Binary::Mul && op != Binary::Div) return false;
+    const int64_t n = out.numel();
+    const bool sa = is_broadcast_scalar(a) && n > 1, sb = is_broadcast_scalar(b) && n > 1;
+    if (sa && sb) return false;
+    Tensor ac = sa ? a : contiguous(a), bc = sb ? b : contiguous(b);
+    return binary_loop<T>(op, ptr<const T>(ac), sa, ptr<const T>(bc), sb, ptr<T>(out), n);
+  }
+}
+
 }  // namespace
 
 Tensor binary(Binary op, const Tensor& a, const Tensor& b) {
   Tensor out = make_tensor(a.sizes(), is_comparison(op) ? kBool : a.dtype());
   visit_dtype(a.dtype(), "binary kernel", [&]<class T>() {
     if (is_comparison(op)) binary_into<T, bool>(op, a, b, out);
-    else binary_into<T, T>(op, a, b, out);
+    else if (!binary_fast<T>(op, a, b, out)) binary_into<T, T>(op, a, b, out);
   });
   return out;
 }

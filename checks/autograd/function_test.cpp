@@ -1,0 +1,182 @@
+// The custom-function API (LibTorch's torch::autograd::Function<T>).
+
+#include "common/check_helpers.hpp"
+#include "common/finite_diff.hpp"
+
+namespace gradlab {
+namespace {
+
+using autograd::AutogradContext;
+using checks::f64;
+using checks::vals;
+using ::testing::ElementsAre;
+
+// y = x * c (c a number)       dx = dy * c
+struct MulConstant : autograd::Function<MulConstant> {
+  static Tensor forward(AutogradContext* ctx, Tensor x, double c) {
+    ctx->saved_data["c"] = c;
+    return x * c;
+  }
+  static TensorList backward(AutogradContext* ctx, TensorList g) {
+    return {g[0] * ctx->saved_data["c"].toDouble(), Tensor()};
+  }
+};
+
+// y = x³                        dx = dy * 3x²   (saves x)
+struct Cube : autograd::Function<Cube> {
+  static Tensor forward(AutogradContext* ctx, Tensor x) {
+    ctx->save_for_backward({x});
+    return x * x * x;
+  }
+  static TensorList backward(AutogradContext* ctx, TensorList g) {
+    Tensor x = ctx->get_saved_variables()[0];
+    return {g[0] * 3 * x * x};
+  }
+};
+
+// z = a * b; records which inputs need a gradient, in forward and in backward
+struct Product : autograd::Function<Product> {
+  static inline std::vector<bool> forward_needs, backward_needs;
+  static Tensor forward(AutogradContext* ctx, Tensor a, Tensor b) {
+    forward_needs = {ctx->needs_input_grad(0), ctx->needs_input_grad(1)};
+    ctx->save_for_backward({a, b});
+    return a * b;
+  }
+  static TensorList backward(AutogradContext* ctx, TensorList g) {
+    backward_needs = {ctx->needs_input_grad(0), ctx->needs_input_grad(1)};
+    TensorList s = ctx->get_saved_variables();
+    return {ctx->needs_input_grad(0) ? g[0] * s[1] : Tensor(), ctx->needs_input_grad(1) ? g[0] * s[0] : Tensor()};
+  }
+};
+
+// (y, sign) = (|x|, sign(x)): sign is marked non-differentiable; saves its output y.
+struct AbsWithSign : autograd::Function<AbsWithSign> {
+  static TensorList forward(AutogradContext* ctx, Tensor x) {
+    Tensor y = abs(x), s = sign(x);
+    ctx->mark_non_differentiable({s});
+    ctx->save_for_backward({x, y});
+    return {y, s};
+  }
+  static TensorList backward(AutogradContext* ctx, TensorList g) {
+    TensorList saved = ctx->get_saved_variables();
+    return {g[0] * saved[1] / saved[0]};  // |x| / x = sign(x)
+  }
+};
+
+struct TooFewGrads : autograd::Function<TooFewGrads> {
+  static Tensor forward(AutogradContext*, Tensor x, double c) { return x * c; }
+  static TensorList backward(AutogradContext*, TensorList g) { return {g[0]}; }
+};
+
+struct WrongShapeGrad : autograd::Function<WrongShapeGrad> {
+  static Tensor forward(AutogradContext*, Tensor x) { return x * 2; }
+  static TensorList backward(AutogradContext*, TensorList g) { return {g[0].sum({0}, true)}; }
+};
+
+struct Identity : autograd::Function<Identity> {
+  static Tensor forward(AutogradContext*, Tensor x) { return x; }
+  static TensorList backward(AutogradContext*, TensorList g) { return {g[0]}; }
+};
+
+TEST(CustomFunction, SavedDataAndNonTensorArguments) {
+  Tensor x = f64({1.0, 2.0}, true);
+  Tensor y = MulConstant::apply(x, 5.5);
+  EXPECT_THAT(vals(y), ElementsAre(5.5, 11));
+  ASSERT_TRUE(y.grad_fn() != nullptr);
+  EXPECT_EQ(y.grad_fn()->name(), "MulConstantBackward");
+  y.sum().backward();
+  EXPECT_THAT(vals(x.grad()), ElementsAre(5.5, 5.5));
+}
+
+TEST(CustomFunction, SaveForBackwardAndComposition) {
+  Tensor x = f64({2.0, -1.0}, true);
+  Tensor y = Cube::apply(x * 1);  // a non-leaf input
+  EXPECT_THAT(vals(y), ElementsAre(8, -1));
+  y.sum().backward();
+  EXPECT_THAT(vals(x.grad()), ElementsAre(12, 3));
+  EXPECT_TRUE(checks::grads_match_finite_diff([](const TensorList& v) { return Cube::apply(v[0]); },
+                                              {f64({0.3, -0.7, 1.1}, true)}));
+}
+
+TEST(CustomFunction, NeedsInputGradInForwardAndBackward) {
+  Tensor a = f64({2.0}, true), b = f64({3.0});
+  Tensor z = Product::apply(a, b);
+  EXPECT_THAT(Product::forward_needs, ElementsAre(true, false));
+  z.backward();
+  EXPECT_THAT(Product::backward_needs, ElementsAre(true, false));
+  EXPECT_THAT(vals(a.grad()), ElementsAre(3));
+  EXPECT_FALSE(b.grad().defined());
+  // nothing requires grad: no graph, and forward sees no input needing a gradient
+  Tensor c = Product::apply(f64({1.0}), f64({1.0}));
+  EXPECT_FALSE(c.requires_grad());
+  EXPECT_THAT(Product::forward_needs, ElementsAre(false, false));
+}
+
+TEST(CustomFunction, MarkNonDifferentiableAndSavedOutputs) {
+  Tensor x = f64({-2.0, 3.0}, true);
+  TensorList out = AbsWithSign::apply(x);
+  EXPECT_THAT(vals(out[0]), ElementsAre(2, 3));
+  EXPECT_THAT(vals(out[1]), ElementsAre(-1, 1));
+  EXPECT_TRUE(out[0].requires_grad());
+  EXPECT_FALSE(out[1].requires_grad());
+  EXPECT_TRUE(out[1].grad_fn() == nullptr);
+  (out[0] * f64({1.0, 10.0})).sum().backward();
+  EXPECT_THAT(vals(x.grad()), ElementsAre(-1, 10));
+  std::weak_ptr<autograd::Node> node;
+  {
+    TensorList again = AbsWithSign::apply(x);  // saves its output: must not be a cycle
+    node = again[0].grad_fn();
+  }
+  EXPECT_TRUE(node.expired());
+}
+
+TEST(CustomFunction, BackwardUnderCreateGraphIsDifferentiable) {
+  Tensor x = f64({2.0}, true);
+  Tensor g = autograd::grad({Cube::apply(x)}, {x}, {}, std::nullopt, true)[0];  // 3x²
+  EXPECT_THAT(vals(g), ElementsAre(12));
+  EXPECT_THAT(vals(autograd::grad({g}, {x})[0]), ElementsAre(12));  // 6x
+}
+
+TEST(CustomFunction, OutputThatIsTheInputGetsItsOwnHandle) {
+  Tensor x = f64({1.0}, true);
+  Tensor y = Identity::apply(x);
+  EXPECT_TRUE(x.is_leaf());  // x did not become the output of IdentityBackward
+  EXPECT_FALSE(y.is_leaf());
+  (y * 4).backward();
+  EXPECT_THAT(vals(x.grad()), ElementsAre(4));
+}
+
+TEST(CustomFunctionErrors, WrongNumberOfGradients) {
+  Tensor x = f64({1.0}, true);
+  EXPECT_THROW_MSG(TooFewGrads::apply(x, 2.0).backward(), AutogradError,
+                   "TooFewGradsBackward: backward returned the wrong number of gradients",
+                   "expected 2 (one per forward argument), got 1", "Tensor()");
+}
+
+TEST(CustomFunctionErrors, WrongGradientShapeIsCaughtByTheEngine) {
+  Tensor x = f64({1.0, 2.0, 3.0}, true);
+  EXPECT_THROW_MSG(WrongShapeGrad::apply(x).sum().backward(), AutogradError,
+                   "WrongShapeGradBackward: backward returned a gradient of the wrong shape for input 0",
+                   "expected [3], got [1]");
+}
+
+TEST(CustomFunctionErrors, SavedInputModifiedAndSecondBackward) {
+  Tensor a = f64({2.0}), b = f64({3.0}, true);
+  Tensor z = Product::apply(a, b);
+  a.mul_(2);
+  EXPECT_THROW_MSG(z.backward(), AutogradError, "is at version 1; expected version 0", "ProductBackward");
+  Tensor x = f64({1.0}, true);
+  Tensor y = Cube::apply(x);
+  y.backward();
+  EXPECT_THROW_MSG(y.backward(), AutogradError, "second time", "retain_graph=true");
+}
+
+TEST(CustomFunctionErrors, SavedValueOfTheWrongType) {
+  autograd::SavedValue v(int64_t{3});
+  EXPECT_EQ(v.toInt(), 3);
+  EXPECT_EQ(v.toDouble(), 3.0);
+  EXPECT_THROW_MSG(v.toString(), ValueError, "SavedValue", "string");
+}
+
+}  // namespace
+}  // namespace gradlab

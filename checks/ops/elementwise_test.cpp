@@ -1,0 +1,202 @@
+// Elementwise ops: forward values by hand, broadcasting, dtype promotion, wrapped scalars.
+
+#include <cmath>
+
+#include "common/check_helpers.hpp"
+
+namespace gradlab {
+namespace {
+
+using checks::f64;
+using checks::ivals;
+using checks::Near;
+using checks::vals;
+using ::testing::ElementsAre;
+
+// ---- binary arithmetic --------------------------------------------------------------------------
+
+TEST(Binary, AddSubMulDivByHand) {
+  Tensor a = tensor({1.0, 2.0, 3.0, 4.0}), b = tensor({4.0, 3.0, 2.0, 1.0});
+  EXPECT_THAT(vals(add(a, b)), ElementsAre(5, 5, 5, 5));
+  EXPECT_THAT(vals(sub(a, b)), ElementsAre(-3, -1, 1, 3));
+  EXPECT_THAT(vals(mul(a, b)), ElementsAre(4, 6, 6, 4));
+  EXPECT_THAT(vals(div(a, b)), ElementsAre(0.25, static_cast<double>(2.0f / 3.0f), 1.5, 4));
+  EXPECT_THAT(vals(a + b), ElementsAre(5, 5, 5, 5));
+  EXPECT_THAT(vals(a - b), ElementsAre(-3, -1, 1, 3));
+  EXPECT_THAT(vals(a * b), ElementsAre(4, 6, 6, 4));
+  EXPECT_THAT(vals(a / b), ElementsAre(0.25, static_cast<double>(2.0f / 3.0f), 1.5, 4));
+  EXPECT_THAT(vals(a.add(b)), ElementsAre(5, 5, 5, 5));
+  EXPECT_THAT(vals(-a), ElementsAre(-1, -2, -3, -4));
+  EXPECT_THAT(vals(neg(a)), ElementsAre(-1, -2, -3, -4));
+  EXPECT_THAT(ivals(-tensor({1, -2})), ElementsAre(-1, 2));
+}
+
+TEST(Binary, WrappedScalarsOnBothSides) {
+  Tensor x = tensor({1.0, 2.0, 4.0});
+  EXPECT_THAT(vals(2 * x), ElementsAre(2, 4, 8));
+  EXPECT_THAT(vals(x * 2), ElementsAre(2, 4, 8));
+  EXPECT_THAT(vals(x - 1.0), ElementsAre(0, 1, 3));
+  EXPECT_THAT(vals(1.0 - x), ElementsAre(0, -1, -3));
+  EXPECT_THAT(vals(x + 0.5), ElementsAre(1.5, 2.5, 4.5));
+  EXPECT_THAT(vals(0.5 + x), ElementsAre(1.5, 2.5, 4.5));
+  EXPECT_THAT(vals(x / 4), ElementsAre(0.25, 0.5, 1));
+  EXPECT_THAT(vals(4 / x), ElementsAre(4, 2, 1));
+  EXPECT_THAT(vals(rsub(x, 10)), ElementsAre(9, 8, 6));
+  EXPECT_THAT(vals(rdiv(x, 8)), ElementsAre(8, 4, 2));
+  // a number never widens the tensor: float32 stays float32, float64 stays float64
+  EXPECT_EQ((2.0 * x).dtype(), kFloat32);
+  EXPECT_EQ((f64({1.0}) * 2).dtype(), kFloat64);
+  EXPECT_EQ((f64({1.0}) - 1.5f).dtype(), kFloat64);
+}
+
+TEST(Binary, BroadcastingFollowsNumpyRules) {
+  Tensor a = tensor({1.0, 2.0}).reshape({2, 1});  // [2, 1]
+  Tensor b = tensor({10.0, 20.0, 30.0});   // [3]
+  Tensor c = a + b;                        // [2, 3]
+  EXPECT_EQ(c.sizes(), (Shape{2, 3}));
+  EXPECT_THAT(vals(c), ElementsAre(11, 21, 31, 12, 22, 32));
+  Tensor d = ones({2, 1, 4}) * arange(3, kFloat32).reshape({3, 1});  // [2, 3, 4]
+  EXPECT_EQ(d.sizes(), (Shape{2, 3, 4}));
+  EXPECT_DOUBLE_EQ(d[1][2][3].item<double>(), 2.0);
+  Tensor s = tensor(5.0) - b;  // 0-d with [3]
+  EXPECT_THAT(vals(s), ElementsAre(-5, -15, -25));
+  EXPECT_EQ((zeros({0, 3}) + b).sizes(), (Shape{0, 3}));
+}
+
+TEST(Binary, DtypePromotionFollowsPyTorch) {
+  Tensor x32 = tensor({1.0, 2.0}), x64 = f64({0.5, 0.25}), i = tensor({1, 2}), m = tensor({true, false});
+  EXPECT_EQ((x32 + x64).dtype(), kFloat64);
+  EXPECT_THAT(vals(x32 + x64), ElementsAre(1.5, 2.25));
+  EXPECT_EQ((x64 * x32).dtype(), kFloat64);
+  EXPECT_EQ((i + 0.5).dtype(), kFloat32);  // int64 + a float number -> default float
+  EXPECT_THAT(vals(i + 0.5), ElementsAre(1.5, 2.5));
+  EXPECT_EQ((i * 2).dtype(), kInt64);
+  EXPECT_THAT(ivals(i * 2), ElementsAre(2, 4));
+  EXPECT_EQ((i + x64).dtype(), kFloat64);
+  EXPECT_EQ((i / i).dtype(), kFloat32);  // true division
+  EXPECT_THAT(vals(tensor({1, 3}) / tensor({2, 2})), ElementsAre(0.5, 1.5));
+  EXPECT_EQ((m + i).dtype(), kInt64);
+  EXPECT_THAT(ivals(m + i), ElementsAre(2, 2));
+  EXPECT_EQ((m * x32).dtype(), kFloat32);
+  EXPECT_THAT(vals(x32 * m), ElementsAre(1, 0));  // a bool mask multiplies as 0/1
+  EXPECT_EQ((m + 1).dtype(), kInt64);
+  EXPECT_EQ((m * 1.5).dtype(), kFloat32);
+  // beside a tensor with dims, a 0-d tensor only raises the category (bool < int < float)
+  EXPECT_EQ((x32 * tensor(2.0, kFloat64)).dtype(), kFloat32);
+  EXPECT_EQ((tensor(2.0, kFloat64) - x32).dtype(), kFloat32);
+  EXPECT_EQ(where(m, x32, tensor(0.0, kFloat64)).dtype(), kFloat32);
+  EXPECT_EQ((i * tensor(0.5, kFloat64)).dtype(), kFloat64);
+  EXPECT_EQ((m + tensor({3}).reshape({})).dtype(), kInt64);
+  EXPECT_EQ((tensor(1.0) + tensor(2.0, kFloat64)).dtype(), kFloat64);  // both 0-d: plain promotion
+}
+
+// ---- comparisons, logic -------------------------------------------------------------------------
+
+TEST(Compare, GiveBoolTensorsAndBroadcast) {
+  Tensor x = tensor({1.0, 2.0, 3.0});
+  EXPECT_EQ((x > 1.5).dtype(), kBool);
+  EXPECT_THAT(ivals(x > 1.5), ElementsAre(0, 1, 1));
+  EXPECT_THAT(ivals(x < 2), ElementsAre(1, 0, 0));
+  EXPECT_THAT(ivals(x >= 2), ElementsAre(0, 1, 1));
+  EXPECT_THAT(ivals(x <= 2), ElementsAre(1, 1, 0));
+  EXPECT_THAT(ivals(x == 2), ElementsAre(0, 1, 0));
+  EXPECT_THAT(ivals(x != 2), ElementsAre(1, 0, 1));
+  EXPECT_THAT(ivals(x == tensor({1.0, 0.0, 3.0})), ElementsAre(1, 0, 1));
+  EXPECT_THAT(ivals(tensor({1, 2}) < 1.5), ElementsAre(1, 0));  // int vs float number
+  Tensor a = tensor({true, true, false}), b = tensor({true, false, false});
+  EXPECT_THAT(ivals(a & b), ElementsAre(1, 0, 0));
+  EXPECT_THAT(ivals(a | b), ElementsAre(1, 1, 0));
+  EXPECT_THAT(ivals(~a), ElementsAre(0, 0, 1));
+  EXPECT_THAT(ivals(x.reshape({3, 1}) > x), ElementsAre(0, 0, 0, 1, 0, 0, 1, 1, 0));
+  EXPECT_THAT(ivals(isfinite(tensor({1.0, INFINITY, NAN}))), ElementsAre(1, 0, 0));
+  EXPECT_THAT(ivals(isnan(tensor({1.0, INFINITY, NAN}))), ElementsAre(0, 0, 1));
+  EXPECT_TRUE(allclose(tensor({1.0, 2.0}), tensor({1.0, 2.0 + 1e-7})));
+  EXPECT_FALSE(allclose(tensor({1.0, 2.0}), tensor({1.0, 2.1})));
+  EXPECT_TRUE(equal(tensor({1, 2}), tensor({1, 2})));
+  EXPECT_FALSE(equal(tensor({1, 2}), tensor({1, 3})));
+}
+
+// ---- unary ------------------------------------------------------------------------------------
+
+TEST(Unary, ValuesByHand) {
+  Tensor x = f64({-2.0, -0.5, 0.0, 1.0, 4.0});
+  EXPECT_THAT(vals(exp(x)), Near({std::exp(-2.0), std::exp(-0.5), 1, std::exp(1.0), std::exp(4.0)}, 1e-12));
+  EXPECT_THAT(vals(abs(x)), ElementsAre(2, 0.5, 0, 1, 4));
+  EXPECT_THAT(vals(relu(x)), ElementsAre(0, 0, 0, 1, 4));
+  EXPECT_THAT(vals(leaky_relu(x, 0.1)), Near({-0.2, -0.05, 0, 1, 4}, 1e-15));
+  EXPECT_THAT(vals(leaky_relu(x)), Near({-0.02, -0.005, 0, 1, 4}, 1e-15));  // default slope 0.01
+  EXPECT_THAT(vals(sign(x)), ElementsAre(-1, -1, 0, 1, 1));
+  EXPECT_THAT(vals(sin(x)), Near({std::sin(-2.0), std::sin(-0.5), 0, std::sin(1.0), std::sin(4.0)}, 1e-12));
+  EXPECT_THAT(vals(cos(x)), Near({std::cos(-2.0), std::cos(-0.5), 1, std::cos(1.0), std::cos(4.0)}, 1e-12));
+  EXPECT_THAT(vals(tanh(x)), Near({std::tanh(-2.0), std::tanh(-0.5), 0, std::tanh(1.0), std::tanh(4.0)}, 1e-12));
+  // σ(0) = 1/2, σ(-x) = 1 - σ(x)
+  EXPECT_THAT(vals(sigmoid(x)),
+              Near({1 / (1 + std::exp(2.0)), 1 / (1 + std::exp(0.5)), 0.5, 1 / (1 + std::exp(-1.0)),
+                    1 / (1 + std::exp(-4.0))}, 1e-12));
+  Tensor p = f64({0.25, 1.0, 4.0, 9.0});
+  EXPECT_THAT(vals(sqrt(p)), ElementsAre(0.5, 1, 2, 3));
+  EXPECT_THAT(vals(log(p)), Near({std::log(0.25), 0, std::log(4.0), std::log(9.0)}, 1e-12));
+  EXPECT_THAT(vals(x.exp()), Near(vals(exp(x)), 0));
+  EXPECT_EQ(exp(tensor({0, 1})).dtype(), kFloat32);  // integer input -> float32
+  EXPECT_THAT(ivals(abs(tensor({-3, 2}))), ElementsAre(3, 2));
+}
+
+TEST(Unary, GeluIsExact) {
+  // gelu(x) = x Φ(x); Φ(1) = 0.8413447460685429, Φ(-1) = 1 - Φ(1)
+  Tensor x = f64({-1.0, 0.0, 1.0, 3.0});
+  const double phi1 = 0.8413447460685429;
+  EXPECT_THAT(vals(gelu(x)), Near({-(1 - phi1), 0, phi1, 3 * 0.5 * (1 + std::erf(3 / std::sqrt(2.0)))}, 1e-12));
+  EXPECT_THAT(vals(erf(f64({0.0, 0.5}))), Near({0.0, std::erf(0.5)}, 1e-14));
+}
+
+TEST(Unary, PowScalarAndTensorExponent) {
+  Tensor x = f64({1.0, 2.0, 3.0});
+  EXPECT_THAT(vals(pow(x, 2)), ElementsAre(1, 4, 9));
+  EXPECT_THAT(vals(x.pow(3)), ElementsAre(1, 8, 27));
+  EXPECT_THAT(vals(pow(x, 0.5)), Near({1, std::sqrt(2.0), std::sqrt(3.0)}, 1e-15));
+  EXPECT_THAT(vals(pow(x, -1)), Near({1, 0.5, 1.0 / 3}, 1e-15));
+  EXPECT_THAT(vals(pow(x, 0)), ElementsAre(1, 1, 1));
+  EXPECT_THAT(vals(pow(x, f64({3.0, 0.5, -1.0}))), Near({1, std::sqrt(2.0), 1.0 / 3}, 1e-15));
+  EXPECT_THAT(vals(pow(f64({2.0, 3.0}).reshape({2, 1}), f64({1.0, 2.0}))), ElementsAre(2, 4, 3, 9));  // broadcast
+  Tensor ip = pow(tensor({2, 3}), 2);
+  EXPECT_EQ(ip.dtype(), kInt64);  // integer ** integer stays integer
+  EXPECT_THAT(ivals(ip), ElementsAre(4, 9));
+  EXPECT_EQ(pow(tensor({2, 3}), 0.5).dtype(), kFloat32);
+}
+
+TEST(Unary, ClampMaximumMinimum) {
+  Tensor x = tensor({-2.0, 0.5, 3.0});
+  EXPECT_THAT(vals(clamp(x, -1.0, 1.0)), ElementsAre(-1, 0.5, 1));
+  EXPECT_THAT(vals(x.clamp(0.0)), ElementsAre(0, 0.5, 3));
+  EXPECT_THAT(vals(clamp(x, std::nullopt, 0.0)), ElementsAre(-2, 0, 0));
+  EXPECT_THAT(ivals(clamp(tensor({-5, 5}), 0, 3)), ElementsAre(0, 3));
+  Tensor y = tensor({0.0, 1.0, 1.0});
+  EXPECT_THAT(vals(maximum(x, y)), ElementsAre(0, 1, 3));
+  EXPECT_THAT(vals(minimum(x, y)), ElementsAre(-2, 0.5, 1));
+  EXPECT_THAT(vals(maximum(x, tensor(0.0))), ElementsAre(0, 0.5, 3));  // broadcast 0-d
+  Tensor n = maximum(tensor({NAN, 1.0}), tensor({0.0, NAN}));
+  EXPECT_TRUE(std::isnan(vals(n)[0]));  // NaN propagates, as in PyTorch
+  EXPECT_TRUE(std::isnan(vals(n)[1]));
+}
+
+TEST(Select, WhereAndMaskedFill) {
+  Tensor x = tensor({1.0, -2.0, 3.0, -4.0});
+  Tensor pos = x > 0;
+  EXPECT_THAT(vals(where(pos, x, zeros({4}))), ElementsAre(1, 0, 3, 0));
+  EXPECT_THAT(vals(where(pos, x, -1.0)), ElementsAre(1, -1, 3, -1));
+  EXPECT_THAT(vals(where(pos, 7.0, x)), ElementsAre(7, -2, 7, -4));
+  // condition, a and b broadcast together: [2, 1] cond, [4] a, 0-d b
+  Tensor c = tensor({true, false}).reshape({2, 1});
+  Tensor w = where(c, x, tensor(0.0));
+  EXPECT_EQ(w.sizes(), (Shape{2, 4}));
+  EXPECT_THAT(vals(w), ElementsAre(1, -2, 3, -4, 0, 0, 0, 0));
+  EXPECT_EQ(where(pos, x, f64({0.0})).dtype(), kFloat64);
+  EXPECT_THAT(vals(masked_fill(x, ~pos, 0.0)), ElementsAre(1, 0, 3, 0));
+  EXPECT_THAT(vals(x.masked_fill(pos, 9)), ElementsAre(9, -2, 9, -4));
+  // a row mask broadcasts over the columns
+  Tensor m = zeros({2, 3}).masked_fill(tensor({true, false, true}), 1.0);
+  EXPECT_THAT(vals(m), ElementsAre(1, 0, 1, 1, 0, 1));
+}
+
+}  // namespace
+}  // namespace gradlab
