@@ -16,7 +16,9 @@
 // an input requires grad — keeps the struct as the graph node of the outputs.
 
 #include <memory>
+#include <string>
 #include <type_traits>
+#include <vector>
 #include <utility>
 
 #include "gradlab/autograd/grad_mode.hpp"
@@ -26,11 +28,20 @@ namespace gradlab::autograd {
 
 inline constexpr bool kOutput = true;
 
+/// Notes that an op struct named `name` is compiled into the program (called at load time).
+bool register_op(const char* name);
+/// The kName of every op struct (Op<T>) compiled into the program, sorted. The op table's
+/// coverage test compares it with the nodes its rows produce: a new op without a row fails.
+std::vector<std::string> registered_ops();
+
 /// CRTP base of built-in ops.
 template <class Derived>
 class Op : public Node {
  public:
-  std::string name() const override { return Derived::kName; }
+  std::string name() const override {
+    (void)&kRegistered;  // odr-use: instantiating the op registers its name
+    return Derived::kName;
+  }
   GradList apply(GradList&& grads) override { return static_cast<Derived*>(this)->backward(grads); }
   /// True while a graph is being recorded (forward may skip saving otherwise).
   bool recording() const { return recording_; }
@@ -46,6 +57,7 @@ class Op : public Node {
 
  private:
   bool recording_ = false;
+  static inline const bool kRegistered = register_op(Derived::kName);
 };
 
 /// Runs `OpT::forward(args...)` and records it when needed. Returns what forward returns

@@ -1,0 +1,362 @@
+// gradcheck / gradgradcheck on functions whose gradients are known right or known wrong: every
+// check must pass on the right ones and catch the wrong ones, naming what it found.
+
+#include "gradlab/testing/gradcheck.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "gradlab/gradlab.hpp"
+
+namespace {
+
+using namespace gradlab;
+using gradlab::testing::gradcheck;
+using gradlab::testing::GradcheckError;
+using gradlab::testing::GradcheckOptions;
+using gradlab::testing::GradcheckReport;
+using gradlab::testing::gradgradcheck;
+using gradlab::testing::TensorFn;
+
+TensorOptions f64() { return TensorOptions().dtype(kFloat64); }
+Tensor leaf(Shape s, uint64_t seed = 1, double lo = -1.0, double hi = 1.0) {
+  Generator g(seed);
+  return (rand(s, f64(), &g) * (hi - lo) + lo).detach().requires_grad_(true);
+}
+GradcheckOptions quiet(const std::string& name) {
+  return GradcheckOptions().name(name).raise_exception(false);
+}
+
+// y = x³ with a hand-written backward; `Mode` picks a deliberate fault.
+enum class Fault { None, Factor, OneElement, SquaredUpstream, Noise, DetachedSecondOrder };
+std::atomic<int> g_calls{0};
+
+template <Fault F>
+struct Cube : autograd::Function<Cube<F>> {
+  static Tensor forward(autograd::AutogradContext* ctx, Tensor x) {
+    ctx->save_for_backward({x});
+    return x * x * x;
+  }
+  static TensorList backward(autograd::AutogradContext* ctx, TensorList g) {
+    Tensor x = ctx->get_saved_variables()[0];
+    Tensor d = 3.0 * x * x;
+    if constexpr (F == Fault::Factor) return {g[0] * 2.0 * x * x};
+    if constexpr (F == Fault::SquaredUpstream)
+      return {g[0] * g[0].abs() * d};  // same for g in {0, 1}
+    if constexpr (F == Fault::DetachedSecondOrder) return {g[0] * 3.0 * x.detach() * x.detach()};
+    if constexpr (F == Fault::OneElement) {
+      // Right everywhere except element [2, 4], which is 0.01 too large.
+      Tensor bump = zeros_like(x);
+      {
+        NoGradGuard ng;
+        bump.index_put_(eq(arange(15, TensorOptions().dtype(kInt64)).reshape({3, 5}), 14), 0.01);
+      }
+      return {g[0] * (d + bump)};
+    }
+    if constexpr (F == Fault::Noise) return {g[0] * d + 1e-12 * static_cast<double>(++g_calls)};
+    return {g[0] * d};
+  }
+};
+
+template <Fault F>
+TensorFn cube() {
+  return [](const TensorList& in) { return TensorList{Cube<F>::apply(in[0])}; };
+}
+
+TEST(Gradcheck, PassesOnRightGradientsWithFullJacobian) {
+  Tensor x = leaf({3, 5}), w = leaf({5, 4}, 2);
+  auto f = [](const TensorList& in) { return TensorList{log_softmax(matmul(in[0], in[1]), 1)}; };
+  GradcheckReport r = gradcheck(f, {x, w}, quiet("log_softmax(x @ w)"));
+  EXPECT_TRUE(r.ok) << r.text();
+  EXPECT_EQ(r.mode, "full Jacobian");
+  EXPECT_EQ(r.jacobian_rows, 12);
+  EXPECT_EQ(r.jacobian_cols, 35);
+  EXPECT_EQ(r.num_failures, 0);
+  EXPECT_LT(r.max_abs_err, 1e-8);
+  EXPECT_TRUE(r.taylor.ran);
+  EXPECT_NEAR(r.taylor.order, 2.0, 0.2) << r.text();
+  EXPECT_NE(r.text().find("gradcheck passed for log_softmax(x @ w)"), std::string::npos)
+      << r.text();
+  // PyTorch's defaults.
+  const GradcheckOptions d;
+  EXPECT_EQ(d.eps_, 1e-6);
+  EXPECT_EQ(d.atol_, 1e-5);
+  EXPECT_EQ(d.rtol_, 1e-3);
+  EXPECT_EQ(d.nondet_tol_, 0.0);
+  EXPECT_TRUE(d.raise_exception_);
+  EXPECT_FALSE(d.fast_mode_);
+  EXPECT_TRUE(d.check_undefined_grad_);
+}
+
+TEST(Gradcheck, FactorErrorFailsWithReadableTextAndOrderOneTaylor) {
+  Tensor x = leaf({3, 5}, 3, 0.5, 1.5);
+  GradcheckReport r = gradcheck(cube<Fault::Factor>(), {x},
+                                quiet("cube").reproduce("RC_PARAMS=\"seed=42\" ./prop"));
+  ASSERT_FALSE(r.ok);
+  EXPECT_EQ(r.first_failure(), "jacobian");
+  EXPECT_EQ(r.num_failures, 15 + 15);  // the 15 diagonal entries, and uᵀJ at every element
+  const std::string t = r.text();
+  EXPECT_EQ(
+      t.rfind("gradcheck failed for cube: input 0 of 1, shape [3, 5], float64\n  element [", 0), 0u)
+      << t;
+  EXPECT_NE(t.find("]: analytic = "), std::string::npos) << t;
+  EXPECT_NE(t.find(", numeric = "), std::string::npos) << t;
+  EXPECT_NE(t.find("  |diff| = "), std::string::npos) << t;
+  EXPECT_NE(t.find(" > atol + rtol*|numeric| = "), std::string::npos) << t;
+  EXPECT_NE(t.find("(eps=1e-06 atol=1e-05 rtol=1e-03)"), std::string::npos) << t;
+  EXPECT_NE(t.find("reproduce: RC_PARAMS=\"seed=42\" ./prop"), std::string::npos) << t;
+  // analytic = 2x², numeric = 3x² at the worst element.
+  const auto& w = r.failures.front();
+  EXPECT_NEAR(w.analytic / w.numeric, 2.0 / 3.0, 1e-6);
+  EXPECT_NEAR(w.abs_err, std::abs(w.analytic - w.numeric), 1e-15);
+  EXPECT_NEAR(w.tolerance, 1e-5 + 1e-3 * std::abs(w.numeric), 1e-15);
+  EXPECT_GT(w.abs_err, w.tolerance);
+  EXPECT_EQ(r.top(3).size(), 3u);
+  // The remainder of a wrong gradient shrinks at order 1.
+  EXPECT_TRUE(r.taylor.ran);
+  EXPECT_NEAR(r.taylor.order, 1.0, 0.2) << t;
+}
+
+TEST(Gradcheck, NamesTheSingleWrongJacobianEntry) {
+  Tensor x = leaf({3, 5}, 4, 0.5, 1.5);
+  GradcheckReport r = gradcheck(cube<Fault::OneElement>(), {x}, quiet("cube"));
+  ASSERT_FALSE(r.ok);
+  const auto& w = r.failures.front();
+  EXPECT_EQ(w.check, "jacobian");
+  EXPECT_EQ(w.input, 0);
+  EXPECT_EQ(w.element, (Shape{2, 4}));
+  EXPECT_EQ(w.output, 0);
+  EXPECT_EQ(w.output_element, (Shape{2, 4}));
+  EXPECT_NEAR(w.analytic - w.numeric, 0.01, 1e-7);
+  // One Jacobian entry and the matching element of uᵀJ fail, nothing else.
+  EXPECT_EQ(r.num_failures, 2);
+  EXPECT_NE(r.text().find("Jacobian entry d output 0 [2, 4] / d input 0 [2, 4]"), std::string::npos)
+      << r.text();
+}
+
+TEST(Gradcheck, JsonHoldsTheSameReport) {
+  Tensor x = leaf({2, 3}, 5, 0.5, 1.5);
+  GradcheckReport r = gradcheck(cube<Fault::Factor>(), {x}, quiet("cube \"quoted\""));
+  const auto j = nlohmann::json::parse(r.json());
+  EXPECT_EQ(j["ok"], false);
+  EXPECT_EQ(j["name"], "cube \"quoted\"");
+  EXPECT_EQ(j["mode"], "full Jacobian");
+  EXPECT_EQ(j["options"]["eps"], 1e-6);
+  EXPECT_EQ(j["num_failures"], r.num_failures);
+  ASSERT_EQ(j["failures"].size(), std::min<size_t>(5, r.failures.size()));
+  EXPECT_EQ(j["failures"][0]["element"], nlohmann::json(r.failures[0].element));
+  EXPECT_EQ(j["failures"][0]["analytic"].get<double>(), r.failures[0].analytic);
+  EXPECT_EQ(j["inputs"][0]["shape"], nlohmann::json({2, 3}));
+  EXPECT_EQ(j["inputs"][0]["dtype"], "float64");
+  EXPECT_TRUE(j["taylor"]["ran"].get<bool>());
+}
+
+TEST(Gradcheck, RaisesByDefault) {
+  Tensor x = leaf({4}, 6, 0.5, 1.5);
+  try {
+    gradcheck(cube<Fault::Factor>(), {x}, GradcheckOptions().name("cube"));
+    FAIL() << "gradcheck did not throw";
+  } catch (const GradcheckError& e) {
+    EXPECT_FALSE(e.report().ok);
+    EXPECT_EQ(std::string(e.what()), e.report().text());
+  }
+  EXPECT_NO_THROW(gradcheck(cube<Fault::None>(), {x}, GradcheckOptions().name("cube")));
+}
+
+TEST(Gradcheck, Float32InputsAreCheckedInFloat64WithAHint) {
+  Tensor x = leaf({3, 4}, 7).detach().to(kFloat32).requires_grad_(true);
+  GradcheckReport r =
+      gradcheck(TensorFn([](const TensorList& in) { return TensorList{tanh(in[0]) * in[0]}; }), {x},
+                quiet("tanh(x) * x"));
+  EXPECT_TRUE(r.ok) << r.text();  // no false failure from float32 rounding
+  ASSERT_EQ(r.warnings.size(), 1u);
+  EXPECT_NE(r.warnings[0].find("input 0 is float32: checked in float64"), std::string::npos)
+      << r.warnings[0];
+  EXPECT_NE(r.text().find("hint: create test inputs with dtype(kFloat64)"), std::string::npos)
+      << r.text();
+  EXPECT_EQ(r.input_dtypes[0], kFloat32);
+  // Without the upcast the differences are float32's: the warning says failures may be rounding.
+  GradcheckReport r32 =
+      gradcheck(TensorFn([](const TensorList& in) { return TensorList{tanh(in[0]) * in[0]}; }), {x},
+                quiet("tanh(x) * x").upcast_float32(false));
+  ASSERT_FALSE(r32.warnings.empty());
+  EXPECT_NE(r32.warnings[0].find("failures below may be rounding"), std::string::npos)
+      << r32.warnings[0];
+}
+
+TEST(Gradcheck, KinkIsReportedAsNonDifferentiablePointNotAFailure) {
+  Tensor x = leaf({3, 4}, 8);
+  {
+    NoGradGuard ng;
+    x.index_put_(eq(arange(12, TensorOptions().dtype(kInt64)).reshape({3, 4}), 9),
+                 0.0);  // x[2, 1] = 0
+  }
+  GradcheckReport r = gradcheck(
+      TensorFn([](const TensorList& in) { return TensorList{relu(in[0])}; }), {x}, quiet("relu"));
+  EXPECT_TRUE(r.ok) << r.text();
+  ASSERT_EQ(r.kinks.size(), 1u) << r.text();
+  EXPECT_EQ(r.kinks[0].element, (Shape{2, 1}));
+  EXPECT_EQ(r.kinks[0].value, 0.0);
+  EXPECT_NE(r.text().find("non-differentiable point at input 0 [2, 1] = 0.0"), std::string::npos)
+      << r.text();
+  // Without kink detection the same element is a gradient failure.
+  GradcheckReport plain =
+      gradcheck(TensorFn([](const TensorList& in) { return TensorList{relu(in[0])}; }), {x},
+                quiet("relu").check_kinks(false));
+  EXPECT_FALSE(plain.ok);
+  EXPECT_EQ(plain.failures.front().element, (Shape{2, 1}));
+}
+
+TEST(Gradcheck, BackwardNonlinearInTheUpstreamGradientIsCaught) {
+  // One-hot rows of the Jacobian cannot see g * |g| (it is g for g in {0, 1}): the random
+  // upstream gradient and the linearity check can.
+  Tensor x = leaf({2, 3}, 9, 0.5, 1.5);
+  GradcheckReport r = gradcheck(cube<Fault::SquaredUpstream>(), {x}, quiet("cube"));
+  ASSERT_FALSE(r.ok);
+  EXPECT_EQ(r.first_failure(), "vjp");
+  bool linearity_failed = false;
+  for (const auto& c : r.checks) linearity_failed |= c.name == "linearity" && !c.passed;
+  EXPECT_TRUE(linearity_failed) << r.text();
+  EXPECT_NE(r.text().find("backward is not linear in the upstream gradient"), std::string::npos)
+      << r.text();
+}
+
+TEST(Gradcheck, NondeterministicBackwardIsCaughtWithinNondetTol) {
+  Tensor x = leaf({2, 3}, 10, 0.5, 1.5);
+  GradcheckReport r = gradcheck(cube<Fault::Noise>(), {x}, quiet("cube").check_linearity(false));
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.first_failure(), "nondeterminism") << r.text();
+  EXPECT_NE(r.text().find("backward is not reproducible"), std::string::npos) << r.text();
+  GradcheckReport loose =
+      gradcheck(cube<Fault::Noise>(), {x}, quiet("cube").check_linearity(false).nondet_tol(1e-6));
+  EXPECT_TRUE(loose.ok) << loose.text();
+}
+
+TEST(Gradcheck, FunctionThatModifiesAnInputIsCaught) {
+  Tensor x = leaf({3}, 11);
+  Tensor counter = zeros({1}, f64());  // not differentiated: passed through to every call
+  auto f = [](const TensorList& in) {
+    Tensor c = in[1];
+    c.add_(1.0);  // the write gradcheck must report
+    return TensorList{in[0] * 2.0};
+  };
+  GradcheckReport r = gradcheck(TensorFn(f), {x, counter}, quiet("f"));
+  ASSERT_FALSE(r.ok);
+  EXPECT_EQ(r.first_failure(), "inputs_unchanged");
+  EXPECT_NE(r.text().find("fn modified input 1 in place"), std::string::npos) << r.text();
+  EXPECT_NE(r.text().find("gradcheck_test.cpp"), std::string::npos)
+      << r.text();  // where the write was
+}
+
+// Two outputs (x², x³); backward mistakes an undefined gradient for ones.
+struct TwoOutputs : autograd::Function<TwoOutputs> {
+  static TensorList forward(autograd::AutogradContext* ctx, Tensor x) {
+    ctx->save_for_backward({x});
+    ctx->set_materialize_grads(false);
+    return {x * x, x * x * x};
+  }
+  static TensorList backward(autograd::AutogradContext* ctx, TensorList g) {
+    Tensor x = ctx->get_saved_variables()[0];
+    Tensor g0 = g[0].defined() ? g[0] : ones_like(x);  // wrong: undefined means zero
+    Tensor g1 = g[1].defined() ? g[1] : zeros_like(x);
+    return {g0 * 2.0 * x + g1 * 3.0 * x * x};
+  }
+};
+
+TEST(Gradcheck, UndefinedOutputGradientMustActAsZero) {
+  Tensor x = leaf({4}, 12, 0.5, 1.5);
+  GradcheckReport r =
+      gradcheck(TensorFn([](const TensorList& in) { return TwoOutputs::apply(in[0]); }), {x},
+                quiet("two outputs"));
+  ASSERT_FALSE(r.ok) << r.text();
+  EXPECT_EQ(r.first_failure(), "undefined_grad");
+  EXPECT_NE(r.text().find("an undefined output gradient must act as zeros"), std::string::npos)
+      << r.text();
+}
+
+TEST(Gradcheck, FastModeOnLargeInputsAndLocalizesAFailure) {
+  Tensor x = leaf({64, 64}, 13);
+  GradcheckReport r =
+      gradcheck(TensorFn([](const TensorList& in) { return TensorList{tanh(in[0]).sum({1})}; }),
+                {x}, quiet("tanh"));
+  EXPECT_TRUE(r.ok) << r.text();
+  EXPECT_EQ(r.mode, "fast (uᵀJv)");  // 4096 elements: above full_jacobian_max_numel
+  Tensor y = leaf({64, 64}, 14, 0.5, 1.5);
+  GradcheckReport bad = gradcheck(cube<Fault::Factor>(), {y}, quiet("cube").fast_mode(true));
+  ASSERT_FALSE(bad.ok) << bad.text();
+  ASSERT_FALSE(bad.failures.empty()) << bad.text();
+  EXPECT_EQ(bad.mode, "fast (uᵀJv)");
+  // The fast product fails, then every element is checked to name the worst ones.
+  EXPECT_EQ(bad.failures.front().check, "vjp");
+  EXPECT_EQ(bad.failures.front().element.size(), 2u);
+}
+
+TEST(Gradcheck, TaylorOrderIsTwoForRightAndOneForWrongGradients) {
+  Tensor x = leaf({5}, 15, 0.5, 1.5);
+  GradcheckReport good = gradcheck(cube<Fault::None>(), {x}, quiet("cube"));
+  GradcheckReport bad = gradcheck(cube<Fault::Factor>(), {x}, quiet("cube"));
+  EXPECT_NEAR(good.taylor.order, 2.0, 0.15);
+  EXPECT_TRUE(good.taylor.passed);
+  EXPECT_NEAR(bad.taylor.order, 1.0, 0.15);
+  EXPECT_FALSE(bad.taylor.passed);
+  EXPECT_EQ(good.taylor.h.size(), good.taylor.remainder.size());
+  // A linear function's remainder is rounding only: no order, no failure.
+  GradcheckReport lin = gradcheck(
+      TensorFn([](const TensorList& in) { return TensorList{in[0] * 3.0}; }), {x}, quiet("3x"));
+  EXPECT_TRUE(lin.ok);
+  EXPECT_TRUE(std::isnan(lin.taylor.order));
+}
+
+TEST(Gradgradcheck, SecondDerivativesOfBuiltInOps) {
+  Tensor x = leaf({2, 3}, 16);
+  for (auto f : std::vector<TensorFn>{
+           [](const TensorList& in) { return TensorList{tanh(in[0])}; },
+           [](const TensorList& in) { return TensorList{softmax(in[0], 1)}; },
+           [](const TensorList& in) { return TensorList{in[0] * in[0] * in[0]}; }}) {
+    GradcheckReport r = gradgradcheck(f, {x}, {}, quiet("f"));
+    EXPECT_TRUE(r.ok) << r.text();
+    EXPECT_EQ(r.name, "gradgrad of f");
+  }
+}
+
+TEST(Gradgradcheck, CatchesABackwardThatIsNotDifferentiable) {
+  Tensor x = leaf({4}, 17, 0.5, 1.5);
+  EXPECT_TRUE(gradcheck(cube<Fault::DetachedSecondOrder>(), {x}, quiet("cube")).ok);
+  GradcheckReport r = gradgradcheck(cube<Fault::DetachedSecondOrder>(), {x}, {}, quiet("cube"));
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.text().find("gradcheck failed for gradgrad of cube"), std::string::npos) << r.text();
+}
+
+TEST(Gradcheck, NonDifferentiableArgumentsPassThrough) {
+  Tensor x = leaf({3, 4}, 18);
+  Tensor idx = tensor({2, 0, 1});
+  auto f = [](const TensorList& in) {
+    return TensorList{gather(in[0], 1, in[1].reshape({3, 1})), in[1]};
+  };
+  GradcheckReport r = gradcheck(TensorFn(f), {x, idx}, quiet("gather"));
+  EXPECT_TRUE(r.ok) << r.text();
+  EXPECT_EQ(r.checked_inputs, std::vector<int64_t>{0});
+  EXPECT_THROW(gradcheck(TensorFn(f), {x.detach(), idx}, quiet("gather")), ValueError);
+}
+
+// The stable BCE-with-logits formula must have the right gradient at x = 0 exactly (zero-init
+// logits): sigmoid(0) - y = 0.5 - y.
+TEST(Gradcheck, BinaryCrossEntropyWithLogitsGradientAtZero) {
+  Tensor x = zeros({3}, f64()).requires_grad_(true);
+  Tensor y = tensor({0.0, 0.25, 1.0}, f64());
+  Tensor loss = nn::functional::binary_cross_entropy_with_logits(x, y, nn::functional::kSum);
+  loss.backward();
+  EXPECT_TRUE(allclose(x.grad(), tensor({0.5, 0.25, -0.5}, f64()), 0, 1e-15)) << x.grad();
+  GradcheckReport r =
+      gradcheck(TensorFn([y](const TensorList& in) {
+                  return TensorList{nn::functional::binary_cross_entropy_with_logits(in[0], y)};
+                }),
+                {x}, quiet("bce at 0"));
+  EXPECT_TRUE(r.ok) << r.text();
+  EXPECT_TRUE(r.kinks.empty()) << r.text();
+}
+
+}  // namespace

@@ -1,0 +1,291 @@
+// Lesson 03: verify backprop.
+//
+// Three ways to get a gradient — by hand, by backward(), by central differences — and how to make
+// them agree: first on f(x, y) = x² + y², then on a two-layer network whose backward pass is
+// written by hand (plain loops) and trained side by side with the autograd version on the same
+// data and seed. Finally gradlab::testing::gradcheck, which does the comparison for you and says
+// which entry is wrong when one is.
+//
+// Everything is float64: central differences need it (see section 1).
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <gradlab/gradlab.hpp>
+#include <gradlab/testing/gradcheck.hpp>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "common/lesson.hpp"
+
+namespace gl = gradlab;
+
+namespace {
+
+const gl::TensorOptions f64 = gl::dtype(gl::kFloat64);
+
+std::string fmt(const char* f, double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+
+// ---- a two-layer MLP, by hand --------------------------------------------------------------
+// pred = tanh(X W1 + b1) W2 + b2       X [N, D], W1 [D, H], b1 [H], W2 [H, 1], b2 [1]
+// loss = mean((pred - y)²)
+struct Params {
+  std::vector<double> W1, b1, W2, b2;  // row-major
+};
+
+struct HandMLP {
+  int64_t N, D, H;
+  // One forward + backward with plain loops. Returns the loss; fills the gradients.
+  double step(const std::vector<double>& X, const std::vector<double>& y, const Params& p,
+              Params& g, bool forget_tanh_derivative = false) const {
+    std::vector<double> a(static_cast<size_t>(N * H)), pred(static_cast<size_t>(N));
+    for (int64_t n = 0; n < N; ++n) {
+      for (int64_t h = 0; h < H; ++h) {
+        double s = p.b1[h];
+        for (int64_t d = 0; d < D; ++d) s += X[n * D + d] * p.W1[d * H + h];
+        a[n * H + h] = std::tanh(s);
+      }
+      double s = p.b2[0];
+      for (int64_t h = 0; h < H; ++h) s += a[n * H + h] * p.W2[h];
+      pred[n] = s;
+    }
+    double loss = 0;
+    for (int64_t n = 0; n < N; ++n) loss += (pred[n] - y[n]) * (pred[n] - y[n]);
+    loss /= static_cast<double>(N);
+    // Backward, one chain-rule step at a time.
+    g.W1.assign(p.W1.size(), 0.0), g.b1.assign(p.b1.size(), 0.0);
+    g.W2.assign(p.W2.size(), 0.0), g.b2.assign(p.b2.size(), 0.0);
+    for (int64_t n = 0; n < N; ++n) {
+      const double dpred = 2.0 * (pred[n] - y[n]) / static_cast<double>(N);  // d loss / d pred
+      g.b2[0] += dpred;
+      for (int64_t h = 0; h < H; ++h) {
+        g.W2[h] += a[n * H + h] * dpred;    // d pred / d W2 = a
+        const double da = p.W2[h] * dpred;  // d pred / d a = W2
+        const double ds = forget_tanh_derivative
+                              ? da
+                              : da * (1.0 - a[n * H + h] * a[n * H + h]);  // tanh' = 1 - a²
+        g.b1[h] += ds;
+        for (int64_t d = 0; d < D; ++d) g.W1[d * H + h] += X[n * D + d] * ds;  // d s / d W1 = X
+      }
+    }
+    return loss;
+  }
+};
+
+double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) {
+  double m = 0;
+  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(a[i] - b[i]));
+  return m;
+}
+
+}  // namespace
+
+int main() {
+  lesson::Lesson L("03", "verify backprop");
+  return L.run([&] {
+    // -----------------------------------------------------------------------------------------
+    L.section("1. f(x, y) = x² + y²: by hand, by backward(), by central differences");
+    const double x0 = 3.0, y0 = -4.0;
+    auto f = [](double x, double y) { return x * x + y * y; };
+    // By hand: df/dx = 2x, df/dy = 2y.
+    const double hand_dx = 2 * x0, hand_dy = 2 * y0;
+    // By backward():  x = torch.tensor(3., requires_grad=True); (x**2 + y**2).backward()
+    gl::Tensor x = gl::tensor(x0, f64.requires_grad(true)),
+               y = gl::tensor(y0, f64.requires_grad(true));
+    gl::Tensor out = x * x + y * y;
+    out.backward();
+    // By central differences: (f(x + h) - f(x - h)) / 2h.
+    const double h = 1e-6;
+    const double num_dx = (f(x0 + h, y0) - f(x0 - h, y0)) / (2 * h);
+    const double num_dy = (f(x0, y0 + h) - f(x0, y0 - h)) / (2 * h);
+    std::cout << "f(3, -4) = " << out.item<double>() << "\n"
+              << "by hand:      df/dx = 2x = " << hand_dx << "   df/dy = 2y = " << hand_dy << "\n"
+              << "by backward:  x.grad = " << x.grad().item<double>()
+              << "   y.grad = " << y.grad().item<double>() << "\n"
+              << "by central differences (h = 1e-6): " << fmt("%.10f", num_dx) << "   "
+              << fmt("%.10f", num_dy) << "\n";
+    L.check(x.grad().item<double>() == hand_dx && y.grad().item<double>() == hand_dy,
+            "backward() gives exactly the hand-derived 2x = 6 and 2y = -8");
+    L.check(std::abs(num_dx - hand_dx) < 1e-8 && std::abs(num_dy - hand_dy) < 1e-8,
+            "central differences with h = 1e-6 agree with them to 1e-8");
+
+    std::cout << "\nerror of the difference quotients for df/dx at x = 3, as h shrinks:\n"
+              << "      h     forward (f(x+h)-f(x))/h    central (f(x+h)-f(x-h))/2h\n";
+    std::vector<double> fwd_err, ctr_err;
+    for (double hh : {1e-1, 1e-3, 1e-5, 1e-7, 1e-9, 1e-11, 1e-13}) {
+      const double fe = std::abs((f(x0 + hh, y0) - f(x0, y0)) / hh - hand_dx);
+      const double ce = std::abs((f(x0 + hh, y0) - f(x0 - hh, y0)) / (2 * hh) - hand_dx);
+      fwd_err.push_back(fe);
+      ctr_err.push_back(ce);
+      std::cout << "  " << fmt("%6.0e", hh) << "   " << fmt("%22.3e", fe) << "   "
+                << fmt("%26.3e", ce) << "\n";
+    }
+    // Forward difference of x²: (2xh + h²)/h = 2x + h, so its error is h (truncation).
+    L.check(std::abs(fwd_err[0] - 1e-1) < 1e-9 && std::abs(fwd_err[1] - 1e-3) < 1e-9,
+            "the forward difference is off by exactly h for x² (truncation error O(h))");
+    L.check(ctr_err[0] < 1e-12 && ctr_err[1] < 1e-10,
+            "the central difference of x² has no truncation error (the h² terms cancel); its error "
+            "is rounding");
+    L.check(
+        ctr_err[6] > 1e-4 && ctr_err[6] > 1000 * ctr_err[2],
+        "at h = 1e-13 rounding dominates: f(x±h) differ in their last bits only (error > 1e-4)");
+    // The same in float32: eps = 1e-6 is below float32's resolution at 9 (about 1e-6).
+    const float xf = 3.0f, hf = 1e-6f;
+    const float ff = ((xf + hf) * (xf + hf) - (xf - hf) * (xf - hf)) / (2 * hf);
+    std::cout << "float32, h = 1e-6: central difference = " << ff << " (true 6)\n";
+    L.check(std::abs(ff - 6.0f) > 0.01f,
+            "in float32 the same central difference is off by more than 1e-2: gradient checks use "
+            "float64");
+
+    // -----------------------------------------------------------------------------------------
+    L.section("2. A two-layer network: hand-written backprop vs autograd, trained side by side");
+    const int64_t N = 32, D = 3, H = 8, steps = 200;
+    const double lr = 0.1;
+    gl::Generator gen(2024);
+    gl::Tensor X = gl::randn({N, D}, f64, &gen);
+    // Target: a smooth function of the inputs plus a little noise.
+    gl::Tensor Y = (gl::sin(X.select(1, 0)) + X.select(1, 1) * X.select(1, 2) * 0.5 +
+                    gl::randn({N}, f64, &gen) * 0.05)
+                       .reshape({N, 1});
+    // Same initial weights for both (Glorot-style scale).
+    gl::Tensor W1 = (gl::randn({D, H}, f64, &gen) * (1.0 / std::sqrt(static_cast<double>(D))))
+                        .requires_grad_(true);
+    gl::Tensor b1 = gl::zeros({H}, f64).requires_grad_(true);
+    gl::Tensor W2 = (gl::randn({H, 1}, f64, &gen) * (1.0 / std::sqrt(static_cast<double>(H))))
+                        .requires_grad_(true);
+    gl::Tensor b2 = gl::zeros({1}, f64).requires_grad_(true);
+    Params p{W1.to_vector<double>(), b1.to_vector<double>(), W2.to_vector<double>(),
+             b2.to_vector<double>()};
+    const std::vector<double> Xv = X.to_vector<double>(), Yv = Y.to_vector<double>();
+    HandMLP hand{N, D, H};
+
+    // First step: compare the gradients themselves.
+    Params g;
+    const double hand_loss0 = hand.step(Xv, Yv, p, g);
+    gl::Tensor loss0 = (gl::tanh(X.matmul(W1) + b1).matmul(W2) + b2 - Y).pow(2).mean();
+    loss0.backward();
+    const double gerr = std::max({max_abs_diff(g.W1, W1.grad().to_vector<double>()),
+                                  max_abs_diff(g.b1, b1.grad().to_vector<double>()),
+                                  max_abs_diff(g.W2, W2.grad().to_vector<double>()),
+                                  max_abs_diff(g.b2, b2.grad().to_vector<double>())});
+    std::cout << "step 0: loss by hand " << fmt("%.15f", hand_loss0) << ", by autograd "
+              << fmt("%.15f", loss0.item<double>())
+              << "\n        largest |hand gradient - autograd gradient| over W1, b1, W2, b2 = "
+              << fmt("%.2e", gerr) << "\n";
+    L.check(
+        gerr < 1e-14,
+        "at step 0 every hand-written gradient equals autograd's to float64 rounding (< 1e-14)");
+    for (gl::Tensor* t : {&W1, &b1, &W2, &b2}) t->zero_grad();
+
+    // Train both with plain SGD.
+    double max_loss_diff = 0, first_loss = 0, last_loss = 0;
+    std::cout << "\n  step     loss (hand)            loss (autograd)        |diff|\n";
+    for (int64_t s = 0; s < steps; ++s) {
+      const double lh = hand.step(Xv, Yv, p, g);
+      for (size_t i = 0; i < p.W1.size(); ++i) p.W1[i] -= lr * g.W1[i];
+      for (size_t i = 0; i < p.b1.size(); ++i) p.b1[i] -= lr * g.b1[i];
+      for (size_t i = 0; i < p.W2.size(); ++i) p.W2[i] -= lr * g.W2[i];
+      for (size_t i = 0; i < p.b2.size(); ++i) p.b2[i] -= lr * g.b2[i];
+
+      gl::Tensor loss = (gl::tanh(X.matmul(W1) + b1).matmul(W2) + b2 - Y).pow(2).mean();
+      loss.backward();
+      {
+        gl::NoGradGuard no_grad;  // parameter updates are not part of the graph
+        for (gl::Tensor* t : {&W1, &b1, &W2, &b2}) {
+          t->sub_(t->grad() * lr);
+          t->zero_grad();
+        }
+      }
+      const double la = loss.item<double>();
+      max_loss_diff = std::max(max_loss_diff, std::abs(lh - la));
+      if (s == 0) first_loss = la;
+      last_loss = la;
+      if (s % 40 == 0 || s == steps - 1)
+        std::cout << "  " << fmt("%4.0f", static_cast<double>(s)) << "   " << fmt("%.15f", lh)
+                  << "   " << fmt("%.15f", la) << "   " << fmt("%.1e", std::abs(lh - la)) << "\n";
+    }
+    const double werr = std::max(
+        {max_abs_diff(p.W1, W1.to_vector<double>()), max_abs_diff(p.b1, b1.to_vector<double>()),
+         max_abs_diff(p.W2, W2.to_vector<double>()), max_abs_diff(p.b2, b2.to_vector<double>())});
+    std::cout << "largest |loss difference| over " << steps
+              << " steps = " << fmt("%.2e", max_loss_diff)
+              << "; largest |weight difference| at the end = " << fmt("%.2e", werr) << "\n";
+    L.check(max_loss_diff < 1e-13,
+            "the two runs have the same loss at every one of the 200 steps (to 1e-13)");
+    L.check(werr < 1e-12,
+            "and the same final weights (to 1e-12): only float64 rounding tells them apart");
+    L.check(last_loss < 0.5 * first_loss, "training worked: the loss fell by more than half (" +
+                                              fmt("%.4f", first_loss) + " -> " +
+                                              fmt("%.4f", last_loss) + ")");
+
+    // -----------------------------------------------------------------------------------------
+    L.section("3. gradcheck: the comparison as a tool, and what a bug looks like");
+    using gl::testing::GradcheckOptions;
+    using gl::testing::gradcheck;
+    using gl::TensorList;
+    // The autograd network's loss as a function of its parameters.
+    auto mlp_loss = [X, Y](const TensorList& in) {
+      return TensorList{
+          (gl::tanh(X.matmul(in[0]) + in[1]).matmul(in[2]) + in[3] - Y).pow(2).mean()};
+    };
+    gl::Tensor w1 = W1.detach().clone().requires_grad_(true),
+               c1 = b1.detach().clone().requires_grad_(true);
+    gl::Tensor w2 = W2.detach().clone().requires_grad_(true),
+               c2 = b2.detach().clone().requires_grad_(true);
+    auto ok = gradcheck(gl::testing::TensorFn(mlp_loss), {w1, c1, w2, c2},
+                        GradcheckOptions().name("mlp loss").raise_exception(false));
+    std::cout << ok.text();
+    L.check(ok.ok && ok.comparisons > 0,
+            "gradcheck agrees with autograd on the network's loss (every Jacobian entry)");
+
+    // The hand-written backward, wrapped as a custom autograd function, with a classic bug:
+    // the tanh derivative (1 - a²) forgotten in the hidden layer.
+    struct BuggyHand : gl::autograd::Function<BuggyHand> {
+      static gl::Tensor forward(gl::autograd::AutogradContext* ctx, gl::Tensor X, gl::Tensor Y,
+                                gl::Tensor W1, gl::Tensor b1, gl::Tensor W2, gl::Tensor b2) {
+        const int64_t n = X.size(0), d = X.size(1), hdim = W1.size(1);
+        HandMLP m{n, d, hdim};
+        Params q{W1.to_vector<double>(), b1.to_vector<double>(), W2.to_vector<double>(),
+                 b2.to_vector<double>()},
+            gg;
+        const double loss = m.step(X.to_vector<double>(), Y.to_vector<double>(), q, gg,
+                                   /*forget_tanh_derivative=*/true);
+        ctx->saved_data["gW1"] = gl::from_vector(gg.W1, W1.sizes(), f64);
+        ctx->saved_data["gb1"] = gl::from_vector(gg.b1, b1.sizes(), f64);
+        ctx->saved_data["gW2"] = gl::from_vector(gg.W2, W2.sizes(), f64);
+        ctx->saved_data["gb2"] = gl::from_vector(gg.b2, b2.sizes(), f64);
+        return gl::tensor(loss, f64);
+      }
+      static TensorList backward(gl::autograd::AutogradContext* ctx, TensorList go) {
+        auto s = [&](const char* k) { return ctx->saved_data[k].toTensor() * go[0]; };
+        return {gl::Tensor(), gl::Tensor(), s("gW1"), s("gb1"), s("gW2"), s("gb2")};
+      }
+    };
+    auto buggy = [X, Y](const TensorList& in) {
+      return TensorList{BuggyHand::apply(X, Y, in[0], in[1], in[2], in[3])};
+    };
+    auto bad = gradcheck(
+        gl::testing::TensorFn(buggy), {w1, c1, w2, c2},
+        GradcheckOptions().name("hand MLP without tanh'").raise_exception(false).top_k(3));
+    std::cout << "\n" << bad.text();
+    L.check(!bad.ok, "gradcheck rejects the hand backward that forgot tanh' = 1 - a²");
+    L.check(!bad.failures.empty() && bad.failures.front().input <= 1 &&
+                !bad.failures.front().element.empty(),
+            "its worst entry is in W1 or b1 (inputs 0, 1), named down to the element");
+    bool b1_fails = false, w2_ok = true;
+    for (const auto& fl : bad.failures) {
+      b1_fails |= fl.input == 1;
+      w2_ok &= fl.input != 2 && fl.input != 3;
+    }
+    L.check(b1_fails && w2_ok,
+            "W1 and b1 (below the tanh) fail; W2 and b2 (above it) pass: the bug is in between");
+    L.check(bad.taylor.ran && bad.taylor.order < 1.5,
+            "its Taylor remainder shrinks at order " + fmt("%.2f", bad.taylor.order) +
+                " (1 means a wrong gradient; a right one gives 2)");
+  });
+}

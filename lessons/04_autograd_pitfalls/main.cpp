@@ -1,0 +1,180 @@
+// Lesson 04: autograd pitfalls.
+//
+// Four mistakes that every PyTorch user makes once, each shown, caught and explained:
+//   1. a target computed from the model without detach() (gradients flow into the target);
+//   2. an in-place write to a leaf that requires grad;
+//   3. a tensor saved for backward, modified in place before backward runs;
+//   4. `x = x + 1` (a new tensor) versus `x += 1` (a write into x's storage).
+// Each error is caught, its message printed, and the message's key parts checked.
+
+#include <cmath>
+#include <cstdio>
+#include <gradlab/gradlab.hpp>
+#include <iostream>
+#include <string>
+
+#include "common/lesson.hpp"
+
+namespace gl = gradlab;
+
+namespace {
+
+const gl::TensorOptions f64 = gl::dtype(gl::kFloat64);
+
+std::string fmt(double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.6g", v);
+  return b;
+}
+
+// Runs f, returns the exception message ("" when nothing was thrown).
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+int main() {
+  lesson::Lesson L("04", "autograd pitfalls");
+  return L.run([&] {
+    // -----------------------------------------------------------------------------------------
+    L.section("1. requires_grad spreads; detach() fixes a target");
+    // A one-parameter model pred = w * x, trained toward a "bootstrapped" target computed by the
+    // same model on another input (as in TD learning or self-distillation): target = w * x2.
+    const double w0 = 0.5, xv = 2.0, x2v = 3.0;
+    gl::Tensor w = gl::tensor(w0, f64.requires_grad(true));
+    gl::Tensor x = gl::tensor(xv, f64), x2 = gl::tensor(x2v, f64);
+    gl::Tensor target = w * x2;  // requires grad: w does
+    std::cout << "target = w * x2 = " << target << "\n";
+    L.check(target.requires_grad(),
+            "a target computed from w requires grad: requires_grad spreads through every op");
+    gl::Tensor loss = (w * x - target).pow(2);
+    loss.backward();
+    const double without = w.grad().item<double>();
+    // d/dw (w x - w x2)² = 2 (w x - w x2)(x - x2): the gradient also moves the target.
+    const double want_without = 2 * (w0 * xv - w0 * x2v) * (xv - x2v);
+    w.zero_grad();
+    gl::Tensor fixed = (w * x2).detach();  // target = (w * x2).detach()
+    gl::Tensor loss2 = (w * x - fixed).pow(2);
+    loss2.backward();
+    const double with = w.grad().item<double>();
+    // d/dw (w x - c)² = 2 (w x - c) x: the target is a constant.
+    const double want_with = 2 * (w0 * xv - w0 * x2v) * xv;
+    std::cout << "without detach: w.grad = " << fmt(without)
+              << "   with detach: w.grad = " << fmt(with) << "\n";
+    L.check(std::abs(without - want_without) < 1e-12,
+            "without detach() the gradient is 2(wx - wx2)(x - x2) = " + fmt(want_without) +
+                ": it also pulls the target");
+    L.check(std::abs(with - want_with) < 1e-12,
+            "with detach() it is 2(wx - c)x = " + fmt(want_with) +
+                ": the target is a constant, as intended");
+    L.check(!fixed.requires_grad() && fixed.is_leaf() && fixed.grad_fn() == nullptr,
+            "the detached target is a leaf with no grad_fn that does not require grad");
+    w.zero_grad();
+
+    // -----------------------------------------------------------------------------------------
+    L.section("2. An in-place write to a leaf that requires grad");
+    gl::Tensor p = gl::tensor({1.0, 2.0}, f64.requires_grad(true));
+    std::string err = error_of([&] {
+      p.add_(gl::tensor({0.5, 0.5}, f64));
+    });  // a "manual SGD step" done wrong
+    std::cout << "p.add_(...) -> " << err << "\n";
+    L.check(has(err, "a leaf Variable that requires grad is being used in an in-place operation"),
+            "writing into a leaf that requires grad is an error (PyTorch's wording)");
+    L.check(has(err, "hint: wrap parameter updates in NoGradGuard"),
+            "the message says how to do it instead");
+    // Why: p's old value may be needed by backward, and p.grad must stay the gradient at the
+    // point where the graph was recorded. An optimizer step is not part of the model: no graph.
+    {
+      gl::NoGradGuard no_grad;
+      p.sub_(gl::tensor({0.5, 0.5}, f64));
+    }
+    L.check(
+        p.to_vector<double>() == std::vector<double>{0.5, 1.5} && p.requires_grad() && p.is_leaf(),
+        "inside NoGradGuard the same write works, and p stays a leaf that requires grad");
+
+    // -----------------------------------------------------------------------------------------
+    L.section("3. A tensor saved for backward, modified before backward runs");
+    gl::Tensor a = gl::tensor({0.0, 1.0, 2.0}, f64.requires_grad(true));
+    gl::Tensor e = a.exp();  // ExpBackward saves its output e: d exp(a)/da = exp(a) = e
+    gl::Tensor s = (e * 2.0).sum();
+    const int write_line = __LINE__ + 1;
+    e.add_(1.0);  // e is not a leaf, so this is allowed... but e was saved
+    std::cout << "e.version() after the write = " << e.version() << "\n";
+    err = error_of([&] { s.backward(); });
+    std::cout << "backward -> " << err << "\n";
+    L.check(e.version() == 1, "every in-place write bumps the tensor's version counter (0 -> 1)");
+    L.check(has(err,
+                "one of the variables needed for gradient computation has been modified by an "
+                "inplace operation"),
+            "backward notices the saved tensor changed and refuses, with PyTorch's message");
+    L.check(has(err, "output 0 of ExpBackward0") && has(err, "is at version 1; expected version 0"),
+            "it names the saved tensor (output 0 of ExpBackward0) and the versions");
+    L.check(has(err, "main.cpp:" + std::to_string(write_line)),
+            "and gradlab names the line of the write (main.cpp:" + std::to_string(write_line) +
+                "): the culprit");
+    // The fix: write into a copy (or out of place), and backward sees the value it saved.
+    gl::Tensor a2 = gl::tensor({0.0, 1.0, 2.0}, f64.requires_grad(true));
+    gl::Tensor e2 = a2.exp();
+    gl::Tensor s2 = (e2 * 2.0).sum();
+    gl::Tensor shown = e2.clone();
+    shown.add_(1.0);
+    s2.backward();
+    L.check(
+        gl::allclose(a2.grad(), a2.detach().exp() * 2.0, 1e-15, 0),
+        "writing into e.clone() instead leaves the saved e alone: backward works, grad = 2 exp(a)");
+
+    // -----------------------------------------------------------------------------------------
+    L.section("4. x = x + 1 versus x += 1");
+    gl::Tensor b = gl::tensor({1.0, 2.0}, f64.requires_grad(true));
+    gl::Tensor h = b.exp();
+    gl::Tensor h_before = h;  // a second handle to the same tensor
+    h = h + 1;                // out of place: a NEW tensor; the name h now points to it
+    L.check(
+        !h.is_same_storage(h_before) && h_before.version() == 0,
+        "h = h + 1 makes a new tensor: the old one (saved by ExpBackward) is untouched, version 0");
+    h.sum().backward();
+    L.check(gl::allclose(b.grad(), b.detach().exp(), 1e-15, 0),
+            "so backward works: d/db sum(exp(b) + 1) = exp(b)");
+
+    gl::Tensor c = gl::tensor({1.0, 2.0}, f64.requires_grad(true));
+    gl::Tensor k = c.exp();
+    gl::Tensor k_before = k;
+    k += 1;  // in place: writes into the storage ExpBackward saved
+    L.check(k.is_same_storage(k_before) && k_before.version() == 1 &&
+                k.grad_fn()->name() == "AddBackward0",
+            "k += 1 writes into the same storage (version 1) and rebases k's history onto an "
+            "AddBackward0");
+    err = error_of([&] { k.sum().backward(); });
+    std::cout << "backward after k += 1 -> " << err << "\n";
+    L.check(
+        has(err, "modified by an inplace operation") && has(err, "ExpBackward0"),
+        "backward then fails: exp's saved output was overwritten (the same error as in section 3)");
+
+    // On a leaf, += is the error of section 2; and `x = x + 1` silently moves the name off the
+    // leaf.
+    gl::Tensor leaf = gl::tensor({1.0, 2.0}, f64.requires_grad(true));
+    err = error_of([&] { leaf += 1; });
+    std::cout << "leaf += 1 -> " << err << "\n";
+    L.check(has(err, "a leaf Variable that requires grad"),
+            "leaf += 1 on a leaf that requires grad is refused");
+    gl::Tensor original = leaf;
+    leaf = leaf + 1;  // legal, but `leaf` is no longer the leaf
+    (leaf * leaf).sum().backward();
+    L.check(!leaf.is_leaf() && !leaf.grad().defined() && original.grad().defined(),
+            "after leaf = leaf + 1 the name holds a non-leaf: its .grad stays empty, the gradient "
+            "is on the original");
+    L.check(gl::allclose(original.grad(), (original.detach() + 1) * 2.0, 1e-15, 0),
+            "the original leaf got d/dx sum((x + 1)²) = 2(x + 1), as the math says");
+  });
+}
