@@ -1,0 +1,272 @@
+// Lesson 05: data loading.
+//
+// A custom Dataset, the digits data set, DataLoader batches and shuffling, random augmentations
+// that stay reproducible, and worker threads: why they help when getting a sample waits (disk,
+// network), what they do for CPU-bound transforms, and that they never change the batches.
+//
+// PyTorch lines are in the comments. gradlab's loader uses threads, not processes; every
+// sample gets its own random stream from (seed, epoch, index), so the worker count cannot
+// change what a batch holds.
+
+#include <chrono>
+#include <cmath>
+#include <gradlab/gradlab.hpp>
+#include <iomanip>
+#include <iostream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "common/lesson.hpp"
+
+namespace gl = gradlab;
+namespace data = gradlab::data;
+namespace tf = gradlab::data::transforms;
+
+namespace {
+
+// class Squares(torch.utils.data.Dataset):
+//     def __getitem__(self, i): return torch.tensor(float(i)), torch.tensor(float(i * i))
+//     def __len__(self): return 10
+struct Squares : data::Dataset {
+  data::Example<> get(size_t i) override {
+    const double x = static_cast<double>(i);
+    return {gl::tensor(x), gl::tensor(x * x)};
+  }
+  size_t size() const override { return 10; }
+};
+
+std::string join(const std::vector<int64_t>& v, size_t max = 12) {
+  std::ostringstream os;
+  os << "[";
+  for (size_t i = 0; i < v.size() && i < max; ++i) os << (i ? ", " : "") << v[i];
+  if (v.size() > max) os << ", ...";
+  os << "]";
+  return os.str();
+}
+
+std::vector<int64_t> epoch_order(data::DataLoader& loader) {
+  std::vector<int64_t> order;
+  for (auto& b : loader) order.insert(order.end(), b.indices.begin(), b.indices.end());
+  return order;
+}
+
+// Every batch of one epoch, and the samples per second it took.
+struct Sweep {
+  std::vector<data::Batch> batches;
+  double samples_per_s = 0;
+};
+
+Sweep sweep(const std::shared_ptr<data::Dataset>& ds, size_t workers) {
+  data::DataLoader loader(ds,
+                          data::DataLoaderOptions(16).shuffle(true).seed(5).num_workers(workers));
+  Sweep s;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (auto& b : loader) s.batches.push_back(b);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  s.samples_per_s = static_cast<double>(ds->size()) / secs;
+  return s;
+}
+
+bool same_batches(const Sweep& a, const Sweep& b) {
+  if (a.batches.size() != b.batches.size()) return false;
+  for (size_t i = 0; i < a.batches.size(); ++i)
+    if (a.batches[i].indices != b.batches[i].indices ||
+        !gl::equal(a.batches[i].data, b.batches[i].data) ||
+        !gl::equal(a.batches[i].target, b.batches[i].target))
+      return false;
+  return true;
+}
+
+// CPU work standing for a real augmentation (e.g. an elastic distortion): 3x3 box blurs of an
+// 8x8 image, over and over. Returns the input unchanged so the batches stay comparable.
+gl::Tensor burn_cpu(const gl::Tensor& x) {
+  std::vector<float> img = x.contiguous().to_vector<float>(), tmp(img.size());
+  volatile float sink = 0;
+  for (int rep = 0; rep < 2000; ++rep) {
+    for (int r = 0; r < 8; ++r)
+      for (int c = 0; c < 8; ++c) {
+        float s = 0;
+        for (int dr = -1; dr <= 1; ++dr)
+          for (int dc = -1; dc <= 1; ++dc) {
+            const int rr = std::clamp(r + dr, 0, 7), cc = std::clamp(c + dc, 0, 7);
+            s += img[static_cast<size_t>(rr * 8 + cc)];
+          }
+        tmp[static_cast<size_t>(r * 8 + c)] = s / 9.0f;
+      }
+    std::swap(img, tmp);
+  }
+  sink = sink + img[0];
+  return x;
+}
+
+}  // namespace
+
+int main() {
+  lesson::Lesson L("05", "data loading");
+  return L.run([&] {
+    // ---------------------------------------------------------------------------------------
+    L.section("1. a custom Dataset: size() and get(i)");
+    auto squares = std::make_shared<Squares>();
+    auto ex = squares->get(3);
+    std::cout << "Squares: size() = " << squares->size() << ", get(3) = {data "
+              << ex.data.item<double>() << ", target " << ex.target.item<double>() << "}\n";
+    L.check(squares->size() == 10 && ex.data.item<double>() == 3 && ex.target.item<double>() == 9,
+            "a Dataset is just size() and get(i) -> {data, target}");
+    // DataLoader(Squares(), batch_size=4)
+    data::DataLoader in_order(squares, data::DataLoaderOptions(4));
+    std::vector<std::vector<int64_t>> batches;
+    for (data::Batch& b : in_order) {
+      batches.push_back(b.indices);
+      std::cout << "batch " << join(b.indices) << "  data " << b.data << "  target " << b.target
+                << "\n";
+    }
+    L.check(batches == std::vector<std::vector<int64_t>>{{0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9}},
+            "without shuffle, batches take the samples in order; the last one is short (10 = 4 + 4 "
+            "+ 2)");
+    data::DataLoader dropping(squares, data::DataLoaderOptions(4).drop_last(true));
+    L.check(dropping.size() == 2, "drop_last=true drops the short last batch: 2 batches per epoch");
+
+    // ---------------------------------------------------------------------------------------
+    L.section("2. the digits data set, shuffled batches");
+    data::TensorDataset digits = data::load_digits();
+    std::cout << "digits: images " << gl::shape_str(digits.data().sizes()) << " in ["
+              << digits.data().min().item<float>() << ", " << digits.data().max().item<float>()
+              << "], labels " << gl::shape_str(digits.targets().sizes()) << " int64\n";
+    L.check(digits.data().sizes() == gl::Shape{1797, 1, 8, 8} &&
+                digits.data().max().item<float>() == 1.0f,
+            "1797 images of 1x8x8 pixels scaled to [0, 1] (the file holds 0..16)");
+    // train, test = random_split(digits, [1437, 360], generator=torch.Generator().manual_seed(0))
+    auto [train, test] = data::train_test_split(digits, 360, /*seed=*/0);
+    std::cout << "train/test split with seed 0: " << train.size() << " / " << test.size() << "\n";
+    auto train_ptr = std::make_shared<data::TensorDataset>(train);
+    // DataLoader(train, batch_size=64, shuffle=True, generator=torch.Generator().manual_seed(42))
+    data::DataLoader loader(train_ptr, data::DataLoaderOptions(64).shuffle(true).seed(42));
+    std::cout << "batches per epoch: " << loader.size() << " (1437 / 64, rounded up)\n";
+    {
+      auto it = loader.begin();
+      std::cout << "first batch: data " << gl::shape_str(it->data.sizes()) << ", target "
+                << gl::shape_str(it->target.sizes()) << ", indices " << join(it->indices, 8)
+                << "\n";
+    }
+    loader.set_epoch(0);
+    std::vector<int64_t> e0 = epoch_order(loader), e1 = epoch_order(loader);
+    std::cout << "epoch 0 starts " << join(e0, 8) << "\nepoch 1 starts " << join(e1, 8) << "\n";
+    std::set<int64_t> seen(e0.begin(), e0.end());
+    L.check(e0.size() == 1437 && seen.size() == 1437,
+            "one epoch visits every training sample exactly once");
+    L.check(e0 != e1,
+            "shuffle gives a new order every epoch (the loader moves to the next epoch by itself)");
+    data::DataLoader again(train_ptr, data::DataLoaderOptions(64).shuffle(true).seed(42));
+    L.check(epoch_order(again) == e0, "the same seed gives the same order: runs are repeatable");
+
+    // ---------------------------------------------------------------------------------------
+    L.section("3. random augmentations that stay reproducible");
+    // transforms.Compose([Normalize(mean, std), RandomAffine(translate), AddNoise(0.05)])
+    // NOTE: normalize first. Noise added before it would be divided by each pixel's std, and
+    // the nearly-always-blank border pixels have a tiny std: their noise would explode.
+    const gl::Tensor mean = train.data().mean({0}), stddev = train.data().std({0});
+    auto augmented = data::map(
+        train_ptr,
+        tf::compose({tf::normalize(mean, stddev), tf::random_shift(1), tf::random_noise(0.05)}));
+    auto first_batch = [&](uint64_t epoch, size_t workers) {
+      data::DataLoader l(augmented,
+                         data::DataLoaderOptions(64).shuffle(true).seed(42).num_workers(workers));
+      l.set_epoch(epoch);
+      return *l.begin();
+    };
+    data::Batch a0 = first_batch(0, 0), b0 = first_batch(0, 2), a1 = first_batch(1, 0);
+    std::cout << "sample " << a0.indices[0]
+              << ", epoch 0, pixel sum after augmentation: " << a0.data[0].sum().item<float>()
+              << "\n";
+    L.check(gl::equal(a0.data, b0.data),
+            "epoch 0's augmented batch is bit-identical with 0 and with 2 workers");
+    L.check(a0.indices != a1.indices && !gl::equal(a0.data, a1.data),
+            "epoch 1 draws other samples and other augmentations");
+    L.say(
+        "Each sample i of epoch e draws from Generator(derive_seed(seed, e, i)): no stream is "
+        "shared\n"
+        "between workers, so thread timing cannot change a single pixel.");
+
+    // ---------------------------------------------------------------------------------------
+    L.section("4. workers: a slow get() (waiting for I/O)");
+    L.say(
+        "Each sample now waits 2 ms before it is returned. NOTE: this is a sleep that stands for\n"
+        "reading the sample from a disk or the network, not CPU work: while one worker waits,\n"
+        "another can wait at the same time, so the speed-up does not need free cores.");
+    auto slow_io = data::map(train_ptr, tf::lambda([](const gl::Tensor& x) {
+                               std::this_thread::sleep_for(std::chrono::milliseconds(2));
+                               return x;
+                             }));
+    auto small_io =
+        std::make_shared<data::Subset>(slow_io, data::split_indices(1437, {256, 1181}, 1)[0]);
+    std::vector<Sweep> io_runs;
+    for (size_t w : {0, 1, 2}) {
+      io_runs.push_back(sweep(small_io, w));
+      std::cout << "num_workers=" << w << ": " << std::fixed << std::setprecision(0)
+                << io_runs.back().samples_per_s << " samples/s\n";
+    }
+    const double io_speedup = io_runs[2].samples_per_s / io_runs[0].samples_per_s;
+    std::cout << std::setprecision(2) << "2 workers vs 0: " << io_speedup << "x\n";
+    L.check(io_speedup >= 1.5, "with waiting samples, 2 workers load at least 1.5x faster than 0");
+    L.check(same_batches(io_runs[0], io_runs[1]) && same_batches(io_runs[0], io_runs[2]),
+            "0, 1 and 2 workers give exactly the same batches in the same order");
+    L.say(
+        "1 worker alone is no faster than 0 here: it only overlaps loading with the training "
+        "step,\n"
+        "and this loop does no training. In a real loop, 1 worker hides loading behind compute.");
+
+    // ---------------------------------------------------------------------------------------
+    L.section("5. workers: a CPU-bound transform");
+    const unsigned cores = std::thread::hardware_concurrency();
+    L.say(
+        "Now each sample costs real CPU time (repeated blurs). Threads can only speed this up "
+        "when\n"
+        "cores are free: on an idle 2-core machine expect up to 2x; on a busy one, less.");
+    auto cpu = std::make_shared<data::Subset>(data::map(train_ptr, tf::lambda(burn_cpu)),
+                                              data::split_indices(1437, {256, 1181}, 1)[0]);
+    Sweep c0 = sweep(cpu, 0), c2 = sweep(cpu, 2);
+    std::cout << "hardware threads: " << cores << "\nnum_workers=0: " << std::setprecision(0)
+              << c0.samples_per_s << " samples/s\nnum_workers=2: " << c2.samples_per_s
+              << " samples/s  (" << std::setprecision(2) << c2.samples_per_s / c0.samples_per_s
+              << "x; measured, not checked: it depends on what else runs)\n";
+    L.check(same_batches(c0, c2),
+            "CPU-bound or not, the batches do not depend on the worker count");
+
+    // ---------------------------------------------------------------------------------------
+    L.section("6. an error inside a worker");
+    struct Broken : data::Dataset {
+      data::Example<> get(size_t i) override {
+        if (i == 13) throw gl::IOError("cannot decode image 13");
+        return {gl::zeros({2}), gl::tensor(int64_t{0})};
+      }
+      size_t size() const override { return 32; }
+    };
+    data::DataLoader broken(std::make_shared<Broken>(), data::DataLoaderOptions(8).num_workers(2));
+    L.check_throws(
+        [&] {
+          for (auto& b : broken) (void)b;
+        },
+        "sample 13", "an exception in a worker reaches the training loop, naming the sample index");
+
+    // ---------------------------------------------------------------------------------------
+    L.section("7. where a loader stands: state for checkpoints");
+    data::DataLoader run(train_ptr,
+                         data::DataLoaderOptions(64).shuffle(true).seed(42).num_workers(2));
+    int k = 0;
+    for (auto& b : run) {
+      (void)b;
+      if (++k == 5) break;
+    }
+    data::LoaderState s = run.state();
+    std::cout << "after 5 batches: seed " << s.seed << ", epoch " << s.epoch << ", position "
+              << s.position << "\n";
+    data::Batch next_here = *run.begin();
+    data::DataLoader restored(train_ptr, data::DataLoaderOptions(64).shuffle(true).num_workers(1));
+    restored.load_state(s);
+    data::Batch next_there = *restored.begin();
+    L.check(next_here.indices == next_there.indices && gl::equal(next_here.data, next_there.data),
+            "a new loader given that state continues with the same next batch (lesson 10 builds on "
+            "it)");
+  });
+}

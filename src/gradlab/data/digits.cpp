@@ -1,0 +1,62 @@
+#include "gradlab/data/digits.hpp"
+
+#include <cstdlib>
+
+#include "gradlab/data/csv.hpp"
+#include "gradlab/ops/ops.hpp"
+
+namespace gradlab::data {
+
+std::filesystem::path data_dir() {
+  namespace fs = std::filesystem;
+  if (const char* env = std::getenv("GRADLAB_DATA_DIR"); env && *env) {
+    const fs::path p(env);
+    GRADLAB_CHECK(fs::is_directory(p), IOError, "data_dir", "GRADLAB_DATA_DIR is not a directory",
+                  "a directory", "'" + p.string() + "'");
+    return p;
+  }
+  std::string tried;
+  for (const char* c : {"data", "../data", "../../data", "../../../data"}) {
+    const fs::path p = fs::current_path() / c;
+    if (fs::is_directory(p)) return fs::weakly_canonical(p);
+    tried += (tried.empty() ? "" : ", ") + p.string();
+  }
+  throw IOError(error_message("data_dir", "no data directory found", "one of " + tried,
+                              "none of them",
+                              "set GRADLAB_DATA_DIR to the repository's data/ folder"));
+}
+
+std::filesystem::path data_file(const std::string& relative) {
+  const auto p = data_dir() / relative;
+  GRADLAB_CHECK(std::filesystem::exists(p), IOError, "data_file", "file not found",
+                "'" + p.string() + "'", "nothing there",
+                "set GRADLAB_DATA_DIR to the repository's data/ folder");
+  return p;
+}
+
+TensorDataset load_digits(const DigitsOptions& options) {
+  const auto path = options.path.empty() ? data_file("digits/digits.csv.gz") : options.path;
+  CsvOptions csv;
+  csv.target_column = -1;
+  csv.dtype = kFloat32;
+  csv.target_dtype = kInt64;
+  CsvDataset raw(path, csv);
+  const Tensor& x = raw.data();
+  GRADLAB_CHECK(x.dim() == 2 && x.size(1) == 64, IOError, "load_digits",
+                path.string() + ": not the digits file", "64 pixel columns + 1 label",
+                std::to_string(x.dim() == 2 ? x.size(1) + 1 : 0) + " columns");
+  const Tensor& y = raw.targets();
+  GRADLAB_CHECK(
+      x.min().item<float>() >= 0 && x.max().item<float>() <= 16, IOError, "load_digits",
+      path.string() + ": pixel values out of range", "0..16",
+      std::to_string(x.min().item<float>()) + ".." + std::to_string(x.max().item<float>()));
+  GRADLAB_CHECK(
+      y.min().item<int64_t>() >= 0 && y.max().item<int64_t>() <= 9, IOError, "load_digits",
+      path.string() + ": labels out of range", "0..9",
+      std::to_string(y.min().item<int64_t>()) + ".." + std::to_string(y.max().item<int64_t>()));
+  Tensor images = x / 16.0;
+  if (!options.flatten) images = images.reshape({x.size(0), 1, 8, 8});
+  return TensorDataset(images.contiguous(), y);
+}
+
+}  // namespace gradlab::data

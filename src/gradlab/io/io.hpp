@@ -1,0 +1,9 @@
+#pragma once
+// gradlab::io: safetensors and .npy files, module state, checkpoints, crash-safe writes.
+
+#include "gradlab/io/atomic_file.hpp"
+#include "gradlab/io/checkpoint.hpp"
+#include "gradlab/io/module_state.hpp"
+#include "gradlab/io/npy.hpp"
+#include "gradlab/io/safetensors.hpp"
+#include "gradlab/io/serialize.hpp"
