@@ -9,6 +9,7 @@ packages=(
   libopenblas-dev liblapack-dev
   librapidcheck-dev libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev python3
+  zlib1g-dev clang-14 libclang-rt-14-dev
 )
 
 if ! command -v dpkg >/dev/null 2>&1; then

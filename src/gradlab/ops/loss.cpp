@@ -2,6 +2,7 @@
 // DESIGN: composites first, a fused version later with the composite kept as its oracle).
 
 #include "gradlab/ops/common.hpp"
+#include "gradlab/ops/nn_ops.hpp"
 
 namespace gradlab {
 using namespace ops_detail;
@@ -93,6 +94,14 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntro
   }
   GRADLAB_CHECK(input.dim() == 2, ShapeError, "cross_entropy", "input must be logits [N, C]", "a 2-D input",
                 shape_str(input.sizes()), "flatten extra dims first, e.g. logits.reshape({-1, C})");
+  return cross_entropy_fused(input, target, o, site);  // one node; the oracle is below
+}
+
+Tensor cross_entropy_reference(const Tensor& input, const Tensor& target,
+                               const CrossEntropyFuncOptions& o, Site site) {
+  check_defined("cross_entropy", input);
+  GRADLAB_CHECK(input.dim() == 2, ShapeError, "cross_entropy", "input must be logits [N, C]", "a 2-D input",
+                shape_str(input.sizes()), "flatten extra dims first, e.g. logits.reshape({-1, C})");
   return nll_core("cross_entropy", gradlab::log_softmax(input, 1, site), target, o.ignore_index_, o.label_smoothing_,
                   o.reduction_, site);
 }
@@ -117,7 +126,10 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
   check_same_shape("binary_cross_entropy_with_logits", input, target);
   Tensor y = target.to(input.dtype());
   // max(x, 0) - x y + log(1 + exp(-|x|)): never exponentiates a large positive number.
-  Tensor loss = add(sub(gradlab::relu(input, site), mul(input, y, site), site), log(1 + exp(neg(abs(input, site), site), site), site), site);
+  // NOTE: max(x, 0) is written (x + |x|) / 2 so that the gradient at x = 0 exactly is right:
+  // relu'(0) = 0 and |x|'(0) = 0 would give -y there instead of sigmoid(0) - y = 0.5 - y.
+  Tensor pos = mul(add(input, abs(input, site), site), 0.5, site);
+  Tensor loss = add(sub(pos, mul(input, y, site), site), log(1 + exp(neg(abs(input, site), site), site), site), site);
   return reduce(loss, r, site);
 }
 

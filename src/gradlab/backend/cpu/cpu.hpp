@@ -60,4 +60,40 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 /// Throws ShapeError naming `op` unless every index is in [0, size).
 void check_indices(const Tensor& index, int64_t size, const char* op);
 
+/// A 2-D sliding window: kernel, stride, padding, dilation (height, width).
+struct Window2d {
+  int64_t kh = 1, kw = 1, sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;
+  int64_t out_h(int64_t H) const;
+  int64_t out_w(int64_t W) const;
+};
+/// cols [N, C*kh*kw, oh*ow] from x [N, C, H, W], zero padded (PyTorch's unfold layout).
+Tensor im2col(const Tensor& x, const Window2d& w);
+/// The adjoint of im2col: x [N, C, H, W] where overlapping window entries add up (fold).
+Tensor col2im(const Tensor& cols, int64_t C, int64_t H, int64_t W, const Window2d& w);
+/// (values [N, C, oh, ow], int64 index into H*W of each window's max); padding never wins.
+std::pair<Tensor, Tensor> max_pool2d(const Tensor& x, const Window2d& w);
+
+/// c = a @ b for 2-D a [M, K], b [K, N] (any strides), through bmm.
+Tensor mm(const Tensor& a, const Tensor& b);
+/// out[i, :] += bias for a contiguous [M, N] out and bias [N].
+void add_bias_rows_(Tensor& out, const Tensor& bias);
+/// dx = y > threshold ? grad : 0 (same shapes; y converted to grad's dtype).
+Tensor threshold_backward(const Tensor& grad, const Tensor& y, double threshold);
+/// Σ over rows of x [M, N] -> [N].
+Tensor sum_rows(const Tensor& x);
+/// Per-row cross-entropy of logits [N, C] (contiguous copy taken) with int64 targets [N]:
+/// loss_i = (1 - ε)(lse_i - x[i, t_i]) + ε (lse_i - mean_c x[i, c]), 0 where t_i == ignore_index.
+struct CrossEntropyForward {
+  Tensor loss;        ///< [N]
+  Tensor lse;         ///< [N] logsumexp of each row
+  int64_t valid = 0;  ///< rows whose target is not ignore_index
+};
+/// Throws ShapeError for a target outside [0, C) that is not ignore_index.
+CrossEntropyForward cross_entropy_forward(const Tensor& logits, const Tensor& target,
+                                          int64_t ignore_index, double smoothing);
+/// d loss_i / d logits scaled by row_scale ([N], or 0-d for every row):
+/// (softmax(x_i) - (1 - ε) onehot(t_i) - ε / C) * scale_i, zero rows where t_i == ignore_index.
+Tensor cross_entropy_backward(const Tensor& logits, const Tensor& lse, const Tensor& target,
+                              int64_t ignore_index, double smoothing, const Tensor& row_scale);
+
 }  // namespace gradlab::cpu

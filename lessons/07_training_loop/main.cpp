@@ -1,0 +1,389 @@
+// Lesson 07: the training loop.
+//
+// The order of one step is zero_grad -> forward -> loss -> backward -> clip -> step. Each wrong
+// order fails in its own way, shown here on identical models and batches: gradients that
+// accumulate, a stale step one batch behind, clipping that clips nothing, a step with no
+// gradients. Then gradient accumulation over micro-batches (equal to one big batch), a watch on
+// the gradient norm, and the digits MLP (64-128-10) trained to >= 95% test accuracy.
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <gradlab/gradlab.hpp>
+#include <iomanip>
+#include <iostream>
+#include <numbers>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/lesson.hpp"
+
+namespace gl = gradlab;
+namespace nn = gradlab::nn;
+namespace optim = gradlab::optim;
+
+namespace {
+
+// model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
+nn::Sequential make_mlp(uint64_t seed) {
+  gl::manual_seed(seed);
+  return nn::Sequential(nn::Linear(64, 128), nn::ReLU(), nn::Linear(128, 10));
+}
+
+// Every parameter value, flattened, for exact comparisons between model copies.
+std::vector<double> flat(const nn::Module& m) {
+  std::vector<double> v;
+  for (const gl::Tensor& p : m.parameters())
+    for (double x : p.to_vector<double>()) v.push_back(x);
+  return v;
+}
+
+double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) {
+  double d = 0;
+  for (size_t i = 0; i < a.size(); ++i) d = std::max(d, std::abs(a[i] - b[i]));
+  return d;
+}
+
+double l2(const std::vector<double>& a, const std::vector<double>& b) {
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i) s += (a[i] - b[i]) * (a[i] - b[i]);
+  return std::sqrt(s);
+}
+
+std::string fmt(double v, int precision = 4) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(precision) << v;
+  return os.str();
+}
+
+struct Split {
+  gl::Tensor x_train, y_train, x_test, y_test;
+};
+
+double accuracy(nn::Sequential& model, const gl::Tensor& x, const gl::Tensor& y) {
+  gl::NoGradGuard no_grad;  // evaluation: no graph
+  model->eval();
+  const double acc = gl::mean((gl::argmax(model(x), 1) == y).to(gl::kFloat32)).item<double>();
+  model->train();
+  return acc;
+}
+
+}  // namespace
+
+int main() {
+  lesson::Lesson L("07", "the training loop");
+  return L.run([&] {
+    // -------------------------------------------------------------------------------------------
+    L.section("1. data: the digits, split with a seed, standardized with training statistics");
+    gl::data::DigitsOptions opts;
+    opts.flatten = true;
+    const gl::data::TensorDataset all = gl::data::load_digits(opts);
+    auto [train_set, test_set] = gl::data::train_test_split(all, 360, /*seed=*/0);
+    // mean and std come from the training rows only (the test set must not leak into them)
+    const gl::Tensor mu = gl::mean(train_set.data(), {0}, /*keepdim=*/true);
+    const gl::Tensor sd = gl::std(train_set.data(), {0}, /*correction=*/0, /*keepdim=*/true) + 1e-6;
+    const Split d{(train_set.data() - mu) / sd, train_set.targets(), (test_set.data() - mu) / sd,
+                  test_set.targets()};
+    std::cout << "train " << gl::shape_str(d.x_train.sizes()) << ", test "
+              << gl::shape_str(d.x_test.sizes())
+              << " (a seeded random split: the file is ordered by writer, so its last rows are not "
+                 "a fair test set)\n";
+    L.check(d.x_train.size(0) == 1437 && d.x_test.size(0) == 360,
+            "1437 training and 360 test images of 64 pixels");
+    L.check(
+        gl::amax(gl::abs(gl::mean(d.x_train, {0}))).item<double>() < 1e-5,
+        "every standardized training pixel has mean 0 (test pixels use the same shift and scale)");
+
+    nn::CrossEntropyLoss criterion;
+    const gl::Tensor xb1 = d.x_train.narrow(0, 0, 64), yb1 = d.y_train.narrow(0, 0, 64);
+    const gl::Tensor xb2 = d.x_train.narrow(0, 64, 64), yb2 = d.y_train.narrow(0, 64, 64);
+    const gl::Tensor xb3 = d.x_train.narrow(0, 128, 64), yb3 = d.y_train.narrow(0, 128, 64);
+    const std::vector<std::pair<gl::Tensor, gl::Tensor>> batches = {
+        {xb1, yb1}, {xb2, yb2}, {xb3, yb3}};
+    const double lr = 0.1;
+
+    // -------------------------------------------------------------------------------------------
+    L.section("2. the right order");
+    nn::Sequential model = make_mlp(1);
+    optim::SGD opt(model->parameters(), optim::SGDOptions(lr));
+    const std::vector<double> p0 = flat(*model);
+    opt.zero_grad();                               // 1. forget last step's gradients
+    gl::Tensor loss = criterion(model(xb1), yb1);  // 2. forward + loss
+    loss.backward();                               // 3. this batch's gradients
+    const double norm = nn::utils::clip_grad_norm_(model->parameters(), 0.5);  // 4. clip
+    opt.step();                                                                // 5. update
+    std::vector<double> expected = p0;  // p - lr * clipped grad, by hand
+    {
+      size_t k = 0;
+      for (const gl::Tensor& p : model->parameters())
+        for (double g : p.grad().to_vector<double>()) expected[k] -= lr * g, ++k;
+    }
+    std::cout << "loss " << fmt(loss.item<double>()) << ", gradient norm before clipping "
+              << fmt(norm) << " (clipped to 0.5), update norm " << fmt(l2(flat(*model), p0))
+              << "\n";
+    L.check(max_abs_diff(flat(*model), expected) < 1e-6,
+            "step() moved every parameter by exactly -lr * (clipped) grad");
+    L.check(norm > 0.5 && l2(flat(*model), p0) <= lr * 0.5 + 1e-5,
+            "the gradient norm was above 0.5, so clipping scaled it: the update is lr * 0.5 long");
+
+    // The reference run: three correct steps, remembering the parameters after each.
+    std::vector<std::vector<double>> right;
+    {
+      nn::Sequential m = make_mlp(1);
+      optim::SGD o(m->parameters(), optim::SGDOptions(lr));
+      right.push_back(flat(*m));
+      for (auto& [x, y] : batches) {
+        o.zero_grad();
+        criterion(m(x), y).backward();
+        o.step();
+        right.push_back(flat(*m));
+      }
+    }
+
+    // -------------------------------------------------------------------------------------------
+    L.section("3a. wrong: no zero_grad() -> gradients accumulate");
+    {
+      nn::Sequential m = make_mlp(1);
+      criterion(m(xb1), yb1).backward();
+      const std::vector<double> g1 = [&] {
+        std::vector<double> g;
+        for (const gl::Tensor& p : m->parameters())
+          for (double v : p.grad().to_vector<double>()) g.push_back(v);
+        return g;
+      }();
+      criterion(m(xb2), yb2).backward();  // no zero_grad in between
+      nn::Sequential fresh = make_mlp(1);
+      criterion(fresh(xb2), yb2).backward();
+      std::vector<double> sum_g, acc_g;
+      size_t k = 0;
+      const auto fp = fresh->parameters(), mp = m->parameters();
+      for (size_t i = 0; i < mp.size(); ++i) {
+        const auto a = mp[i].grad().to_vector<double>(), b = fp[i].grad().to_vector<double>();
+        for (size_t j = 0; j < a.size(); ++j, ++k)
+          acc_g.push_back(a[j]), sum_g.push_back(g1[k] + b[j]);
+      }
+      std::cout << "after backward on batch 1 then batch 2: |grad| = "
+                << fmt(l2(acc_g, std::vector<double>(acc_g.size())))
+                << " = |g1 + g2|, not |g2| = " << fmt(l2(sum_g, g1)) << "\n";
+      L.check(max_abs_diff(acc_g, sum_g) < 1e-6,
+              ".grad holds g(batch 1) + g(batch 2): backward adds, it never overwrites");
+    }
+    {
+      // One epoch each: with and without zero_grad (SGD with momentum, as in the real run).
+      auto epoch = [&](bool zero) {
+        nn::Sequential m = make_mlp(2);
+        optim::SGD o(m->parameters(), optim::SGDOptions(0.05).momentum(0.9));
+        double last_norm = 0;
+        for (int64_t s = 0; s + 64 <= d.x_train.size(0); s += 64) {
+          if (zero) o.zero_grad();
+          criterion(m(d.x_train.narrow(0, s, 64)), d.y_train.narrow(0, s, 64)).backward();
+          last_norm = nn::utils::grad_norm(m->parameters());
+          o.step();
+        }
+        return std::make_pair(last_norm, accuracy(m, d.x_test, d.y_test));
+      };
+      const auto [norm_ok, acc_ok] = epoch(true);
+      const auto [norm_bad, acc_bad] = epoch(false);
+      std::cout << "one epoch with zero_grad:    last |grad| " << fmt(norm_ok) << ", test accuracy "
+                << fmt(acc_ok) << "\n"
+                << "one epoch without zero_grad: last |grad| " << fmt(norm_bad)
+                << ", test accuracy " << fmt(acc_bad) << "\n";
+      L.check(!(norm_bad < 5 * norm_ok),
+              "without zero_grad the gradient keeps growing (last |grad| >= 5x the correct run's)");
+      L.check(!(acc_bad >= acc_ok), "...and the model ends the epoch worse");
+    }
+
+    // -------------------------------------------------------------------------------------------
+    L.section("3b. wrong: step() first -> a stale step, one batch behind");
+    {
+      nn::Sequential m = make_mlp(1);
+      optim::SGD o(m->parameters(), optim::SGDOptions(lr));
+      std::vector<std::vector<double>> stale;
+      for (auto& [x, y] : batches) {
+        o.step();  // applies the gradient left by the PREVIOUS batch
+        o.zero_grad();
+        criterion(m(x), y).backward();
+        stale.push_back(flat(*m));
+      }
+      std::cout << "after iteration 1 the parameters moved " << fmt(l2(stale[0], right[0]), 6)
+                << "; the right run moved " << fmt(l2(right[1], right[0]), 6) << "\n";
+      L.check(stale[0] == right[0], "iteration 1 changes nothing: step() found no gradient yet");
+      L.check(max_abs_diff(stale[1], right[1]) < 1e-6 && max_abs_diff(stale[2], right[2]) < 1e-6,
+              "after iteration k the model equals the right run after k-1 steps: the last batch is "
+              "never applied");
+    }
+    L.section("3c. wrong: step() between forward and backward -> backward refuses");
+    {
+      nn::Sequential m = make_mlp(1);
+      optim::SGD o(m->parameters(), optim::SGDOptions(lr));
+      L.check_throws(
+          [&] {
+            for (auto& [x, y] : batches) {
+              gl::Tensor l = criterion(m(x), y);  // forward saves the weights for backward
+              o.step();                           // ...then the step changes them in place
+              o.zero_grad();
+              l.backward();
+            }
+          },
+          "modified by an inplace operation",
+          "the second step() writes into weights the graph saved: backward fails, as in PyTorch");
+    }
+
+    // -------------------------------------------------------------------------------------------
+    L.section("3d. wrong: clip after step() -> clipping changes nothing");
+    {
+      nn::Sequential a = make_mlp(1), b = make_mlp(1);
+      optim::SGD oa(a->parameters(), optim::SGDOptions(lr)),
+          ob(b->parameters(), optim::SGDOptions(lr));
+      oa.zero_grad();
+      criterion(a(xb1), yb1).backward();
+      nn::utils::clip_grad_norm_(a->parameters(), 0.1);  // right: before step
+      oa.step();
+      ob.zero_grad();
+      criterion(b(xb1), yb1).backward();
+      ob.step();
+      nn::utils::clip_grad_norm_(b->parameters(), 0.1);  // wrong: after step
+      const double ua = l2(flat(*a), right[0]), ub = l2(flat(*b), right[0]);
+      std::cout << "update length with max_norm 0.1: clip then step " << fmt(ua, 5)
+                << ", step then clip " << fmt(ub, 5)
+                << " (unclipped: " << fmt(l2(right[1], right[0]), 5) << ")\n";
+      L.check(ua <= lr * 0.1 + 1e-6, "clip before step: the update is at most lr * 0.1");
+      L.check(max_abs_diff(flat(*b), right[1]) < 1e-6,
+              "clip after step: the update is the unclipped one");
+    }
+
+    // -------------------------------------------------------------------------------------------
+    L.section("3e. wrong: zero_grad() between backward() and step() -> nothing learns");
+    {
+      nn::Sequential m = make_mlp(1);
+      optim::SGD o(m->parameters(), optim::SGDOptions(lr));
+      const auto before = nn::snapshot_parameters(*m);
+      for (auto& [x, y] : batches) {
+        criterion(m(x), y).backward();
+        o.zero_grad();  // too late: clears what backward just computed
+        o.step();
+      }
+      const auto stuck = nn::parameters_not_updated(before, *m);
+      std::cout << "parameters_not_updated after 3 steps: ";
+      for (const auto& s : stuck) std::cout << s << " ";
+      std::cout << "\n";
+      L.check(stuck.size() == 4,
+              "parameters_not_updated names all four parameters: step() saw no gradients");
+    }
+
+    // -------------------------------------------------------------------------------------------
+    L.section("4. gradient accumulation: 4 micro-batches of 16 = one batch of 64");
+    {
+      nn::Sequential big = make_mlp(3), acc = make_mlp(3), sum_only = make_mlp(3);
+      optim::SGD ob(big->parameters(), optim::SGDOptions(lr)),
+          oa(acc->parameters(), optim::SGDOptions(lr)),
+          os(sum_only->parameters(), optim::SGDOptions(lr));
+      const std::vector<double> start = flat(*big);
+      ob.zero_grad();
+      criterion(big(xb1), yb1).backward();
+      ob.step();
+      oa.zero_grad();
+      os.zero_grad();
+      for (int k = 0; k < 4; ++k) {
+        const gl::Tensor x = xb1.narrow(0, 16 * k, 16), y = yb1.narrow(0, 16 * k, 16);
+        (criterion(acc(x), y) / 4.0).backward();  // each micro-batch mean, scaled by 1/4
+        criterion(sum_only(x), y).backward();     // forgot the 1/4
+      }
+      oa.step();
+      os.step();
+      const double u_big = l2(flat(*big), start), u_acc = l2(flat(*acc), start),
+                   u_sum = l2(flat(*sum_only), start);
+      std::cout << "update length: one batch of 64 " << fmt(u_big, 6) << ", 4 x 16 with loss/4 "
+                << fmt(u_acc, 6) << ", 4 x 16 without /4 " << fmt(u_sum, 6) << "\n";
+      L.check(max_abs_diff(flat(*acc), flat(*big)) < 1e-6,
+              "accumulating 4 micro-batches (loss / 4) gives the big batch's update");
+      L.check(std::abs(u_sum / u_big - 4.0) < 1e-3,
+              "forgetting the / 4 makes the update 4x longer (an lr 4x too large)");
+    }
+
+    // -------------------------------------------------------------------------------------------
+    L.section("5. a grad-norm watch catches a diverging run");
+    {
+      nn::Sequential m = make_mlp(4);
+      optim::SGD o(m->parameters(), optim::SGDOptions(3.0).momentum(0.9));  // lr far too large
+      gl::train::History h;
+      int64_t fired = -1;
+      double baseline = 0;
+      for (int64_t s = 0; s < 20 && fired < 0; ++s) {
+        const int64_t at = (s * 64) % 1408;
+        o.zero_grad();
+        gl::Tensor l = criterion(m(d.x_train.narrow(0, at, 64)), d.y_train.narrow(0, at, 64));
+        l.backward();
+        const double gn = nn::utils::grad_norm(m->parameters());
+        h.add({0, s, l.item<double>(), gn, 3.0});
+        if (s < 3)
+          baseline = std::max(baseline, gn);
+        else if (!std::isfinite(gn) || gn > 10 * baseline)
+          fired = s;  // the watch
+        o.step();
+      }
+      for (const auto& r : h.records()) std::cout << "  " << r << "\n";
+      std::cout << "watch: |grad| > 10x the largest of the first 3 steps (" << fmt(baseline)
+                << ") at step " << fired << "\n";
+      L.check(fired > 0 && std::isfinite(h.back().loss),
+              "with lr = 3.0 the watch fires within 20 steps, while the loss is still finite");
+    }
+
+    // -------------------------------------------------------------------------------------------
+    L.section("6. training the digits MLP (SGD + momentum, cosine lr, clipping, shuffled batches)");
+    nn::Sequential net = make_mlp(0);
+    optim::SGD sgd(net->parameters(), optim::SGDOptions(0.05).momentum(0.9));
+    const int64_t epochs = 20;
+    optim::CosineAnnealingLR schedule(sgd, epochs, 0.001);
+    gl::data::DataLoader loader(gl::data::TensorDataset(d.x_train, d.y_train),
+                                gl::data::DataLoaderOptions(64).shuffle(true).seed(0));
+    gl::train::History history;
+    int64_t step = 0;
+    double first_acc = 0, final_acc = 0;
+    for (int64_t epoch = 0; epoch < epochs; ++epoch) {
+      for (gl::data::Batch& b : loader) {
+        sgd.zero_grad();
+        gl::Tensor l = criterion(net(b.data), b.target);
+        l.backward();
+        const double gn = nn::utils::clip_grad_norm_(net->parameters(), 5.0);
+        sgd.step();
+        history.add({epoch, step++, l.item<double>(), gn, schedule.get_last_lr()[0]});
+      }
+      schedule.step();  // once per epoch, after the optimizer steps
+      const double acc = accuracy(net, d.x_test, d.y_test);
+      if (epoch == 0) first_acc = acc;
+      final_acc = acc;
+      if (epoch < 3 || epoch % 5 == 4)
+        std::cout << "epoch " << std::setw(2) << epoch + 1 << "  mean loss "
+                  << fmt(history.mean_loss(epoch)) << "  max |grad| "
+                  << fmt(history.max_grad_norm(epoch), 3) << "  lr " << fmt(history.back().lr, 5)
+                  << "  test accuracy " << fmt(acc) << "\n";
+    }
+    const auto csv = lesson::output_dir() / "lesson07_history.csv";
+    history.write_csv(csv.string());
+    std::cout << history.size() << " step records written to " << csv.string() << "\n";
+    bool finite = true;
+    for (const auto& r : history.records())
+      finite = finite && std::isfinite(r.loss) && std::isfinite(r.grad_norm);
+    L.check(final_acc >= 0.95,
+            "test accuracy after 20 epochs is >= 95% (" + fmt(100 * final_acc, 1) + "%)");
+    L.check(history.mean_loss(epochs - 1) < history.mean_loss(0) / 5,
+            "the last epoch's mean loss is under 1/5 of the first's");
+    L.check(finite, "every recorded loss and gradient norm is finite");
+    bool cosine = true;  // lr(epoch) = eta_min + (lr0 - eta_min)(1 + cos(pi epoch / T)) / 2
+    for (const auto& r : history.records())
+      cosine = cosine &&
+               std::abs(r.lr -
+                        (0.001 + 0.049 *
+                                     (1 + std::cos(std::numbers::pi * static_cast<double>(r.epoch) /
+                                                   static_cast<double>(epochs))) /
+                                     2)) < 1e-12;
+    L.check(
+        cosine && history.records()[0].lr == 0.05,
+        "every recorded lr is the cosine schedule's value for its epoch (0.05 down towards 0.001)");
+    L.check(final_acc >= first_acc, "test accuracy did not get worse than after the first epoch");
+    L.check(std::filesystem::exists(csv),
+            "the per-step record (loss, grad_norm, lr) is saved as CSV");
+  });
+}

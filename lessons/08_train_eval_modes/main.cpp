@@ -1,0 +1,212 @@
+// Lesson 08: train and eval modes.
+//
+// model->train() and model->eval() switch the layers whose behaviour depends on the mode:
+// Dropout (random masks in training, the identity in eval) and BatchNorm (batch statistics and
+// running-stat updates in training, the running statistics in eval). Evaluating a model still
+// in training mode gives metrics that change from run to run and quietly rewrites BatchNorm's
+// running statistics with test data. Finally, inference under NoGradGuard records no graph: it
+// keeps less memory alive and runs faster (both measured).
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <gradlab/gradlab.hpp>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/lesson.hpp"
+
+namespace gl = gradlab;
+namespace nn = gradlab::nn;
+
+namespace {
+
+std::string fmt(double v, int precision = 4) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(precision) << v;
+  return os.str();
+}
+
+// Accuracy over x in batches of `batch` (the mode is whatever the model is in).
+double accuracy(nn::Sequential& model, const gl::Tensor& x, const gl::Tensor& y, int64_t batch) {
+  gl::NoGradGuard no_grad;
+  double correct = 0;
+  for (int64_t s = 0; s < x.size(0); s += batch) {
+    const int64_t n = std::min(batch, x.size(0) - s);
+    correct += gl::sum(gl::argmax(model(x.narrow(0, s, n)), 1) == y.narrow(0, s, n)).item<double>();
+  }
+  return correct / static_cast<double>(x.size(0));
+}
+
+// Median process CPU time (ms) of `reps` calls of f, over `trials` trials.
+template <class F>
+double median_cpu_ms(F&& f, int reps, int trials) {
+  std::vector<double> t;
+  for (int k = 0; k < trials; ++k) {
+    const std::clock_t start = std::clock();
+    for (int r = 0; r < reps; ++r) f();
+    t.push_back(1000.0 * static_cast<double>(std::clock() - start) / CLOCKS_PER_SEC);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+}  // namespace
+
+int main() {
+  lesson::Lesson L("08", "train and eval modes");
+  return L.run([&] {
+    // -------------------------------------------------------------------------------------------
+    L.section("1. Dropout: random in training, the identity in eval");
+    gl::manual_seed(0);
+    nn::Dropout drop(0.5);  // nn.Dropout(p=0.5)
+    const gl::Tensor x = gl::ones({1, 10});
+    const gl::Tensor a = drop(x), b = drop(x);
+    std::cout << "train mode, call 1: " << a << "\ntrain mode, call 2: " << b << "\n";
+    bool zero_or_two = true;
+    for (double v : a.to_vector<double>()) zero_or_two = zero_or_two && (v == 0.0 || v == 2.0);
+    L.check(!gl::equal(a, b), "two calls in training mode draw two different masks");
+    L.check(zero_or_two, "kept elements are scaled by 1/(1-p) = 2, dropped ones are 0");
+    const double m = gl::mean(drop(gl::ones({100000}))).item<double>();
+    L.check(std::abs(m - 1.0) < 0.02,
+            "so the expected value is unchanged (mean of 100000 ones: " + fmt(m) + ")");
+    drop->eval();  // model.eval()
+    std::cout << "eval mode:          " << drop(x) << "\n";
+    L.check(gl::equal(drop(x), x) && gl::equal(drop(x), drop(x)),
+            "in eval mode Dropout returns its input, every time");
+
+    // -------------------------------------------------------------------------------------------
+    L.section("2. BatchNorm1d: batch statistics in training, running statistics in eval");
+    nn::BatchNorm1d bn(3);
+    gl::Generator g(1);
+    const gl::Tensor batch = gl::randn({32, 3}, {}, &g) * 2.0 + gl::tensor({5.0, -2.0, 0.5});
+    const gl::Tensor batch_mean = gl::mean(batch, {0});
+    bn(batch);
+    std::cout << "batch mean       " << batch_mean << "\nrunning_mean     " << bn->running_mean
+              << "  (= 0.9 * 0 + 0.1 * batch mean)\n";
+    L.check(gl::allclose(bn->running_mean, batch_mean * 0.1, 1e-5, 1e-6),
+            "a training-mode forward moves running_mean by momentum 0.1 towards the batch mean");
+    const gl::Tensor row = batch.narrow(0, 0, 1);
+    const gl::Tensor other = gl::randn({7, 3}, {}, &g);
+    const gl::Tensor y1 = bn(gl::cat({row, batch.narrow(0, 1, 7)})).narrow(0, 0, 1);
+    const gl::Tensor y2 = bn(gl::cat({row, other})).narrow(0, 0, 1);
+    std::cout << "train mode: the same sample in two batches -> " << y1 << " vs " << y2 << "\n";
+    L.check(!gl::allclose(y1, y2, 1e-3, 1e-3),
+            "in training mode a sample's output depends on the rest of its batch");
+    bn->eval();
+    const gl::Tensor stats_before = bn->running_mean.clone();
+    const gl::Tensor e1 = bn(gl::cat({row, batch.narrow(0, 1, 7)})).narrow(0, 0, 1);
+    const gl::Tensor e2 = bn(gl::cat({row, other})).narrow(0, 0, 1);
+    L.check(gl::equal(e1, e2),
+            "in eval mode it does not: each sample is normalized with the running statistics");
+    L.check(gl::equal(bn->running_mean, stats_before),
+            "and eval-mode forwards leave the running statistics alone");
+    L.check(bn(row).sizes() == gl::Shape({1, 3}), "a single sample works in eval mode");
+    bn->train();
+    L.check_throws(
+        [&] { bn(row); }, "more than 1 value per channel",
+        "in training mode a batch of one sample has no batch statistics: an error, as in PyTorch");
+
+    // -------------------------------------------------------------------------------------------
+    L.section("3. evaluating in training mode gives unstable metrics");
+    gl::data::DigitsOptions opts;
+    opts.flatten = true;
+    auto [train_set, test_set] = gl::data::train_test_split(gl::data::load_digits(opts), 360, 0);
+    const gl::Tensor mu = gl::mean(train_set.data(), {0}, true);
+    const gl::Tensor sd = gl::std(train_set.data(), {0}, 0, true) + 1e-6;
+    const gl::Tensor x_train = (train_set.data() - mu) / sd, y_train = train_set.targets();
+    const gl::Tensor x_test = (test_set.data() - mu) / sd, y_test = test_set.targets();
+
+    gl::manual_seed(0);
+    nn::Sequential model(nn::Linear(64, 128), nn::BatchNorm1d(128), nn::ReLU(), nn::Dropout(0.3),
+                         nn::Linear(128, 10));
+    std::cout << *model << "\n";
+    gl::optim::SGD opt(model->parameters(), gl::optim::SGDOptions(0.05).momentum(0.9));
+    nn::CrossEntropyLoss criterion;
+    gl::data::DataLoader loader(
+        gl::data::TensorDataset(x_train, y_train),
+        gl::data::DataLoaderOptions(64).shuffle(true).drop_last(true).seed(0));
+    model->train();
+    for (int epoch = 0; epoch < 10; ++epoch) {
+      for (gl::data::Batch& bt : loader) {
+        opt.zero_grad();
+        criterion(model(bt.data), bt.target).backward();
+        opt.step();
+      }
+    }
+    auto& bn_layer = model->at<nn::BatchNorm1dImpl>(1);
+    model->eval();
+    const double eval_a = accuracy(model, x_test, y_test, 16),
+                 eval_b = accuracy(model, x_test, y_test, 16);
+    const double eval_full = accuracy(model, x_test, y_test, 360);
+    std::cout << "eval mode, batches of 16: " << fmt(eval_a) << ", again: " << fmt(eval_b)
+              << ", one batch of 360: " << fmt(eval_full) << "\n";
+    L.check(eval_a == eval_b && eval_a == eval_full,
+            "in eval mode the test accuracy is the same every time and for every batch size");
+
+    const gl::Tensor running_before = bn_layer.running_mean.clone();
+    model->train();  // BUG: forgot model->eval() before evaluating
+    std::vector<double> train_accs;
+    for (int k = 0; k < 5; ++k) train_accs.push_back(accuracy(model, x_test, y_test, 16));
+    std::cout << "train mode, batches of 16, 5 evaluations:";
+    for (double v : train_accs) std::cout << " " << fmt(v);
+    const auto [lo, hi] = std::minmax_element(train_accs.begin(), train_accs.end());
+    double mean_train = 0;
+    for (double v : train_accs) mean_train += v / 5;
+    std::cout << "\n  spread " << fmt(*hi - *lo) << ", mean " << fmt(mean_train) << " vs eval mode "
+              << fmt(eval_a) << "\n";
+    L.check(*hi > *lo,
+            "in training mode the same model on the same test set gives a different accuracy each "
+            "time");
+    L.check(
+        mean_train < eval_a,
+        "and it is lower on average: Dropout is still on and batches of 16 give noisy statistics");
+    L.check(
+        !gl::allclose(bn_layer.running_mean, running_before, 0, 1e-6),
+        "the train-mode evaluation also overwrote BatchNorm's running statistics with test data");
+
+    // -------------------------------------------------------------------------------------------
+    L.section("4. inference under NoGradGuard: no graph, less memory, less time");
+    model->eval();
+    const gl::Tensor big =
+        gl::cat({x_test, x_test, x_test, x_test, x_test, x_test, x_test, x_test});  // 2880 rows
+    auto peak_during = [&](bool grad) {
+      gl::AutoGradMode mode(grad);
+      const std::size_t base = gl::memory::allocated();
+      gl::memory::reset_peak();
+      gl::Tensor out = model(big);  // kept alive, as a result one goes on to use
+      const std::size_t peak = gl::memory::max_allocated() - base;
+      const std::size_t held = gl::memory::allocated() - base;
+      return std::make_tuple(peak, held, out.grad_fn() != nullptr);
+    };
+    const auto [peak_g, held_g, graph_g] = peak_during(true);
+    const auto [peak_n, held_n, graph_n] = peak_during(false);
+    std::cout << "forward of " << big.size(0)
+              << " samples, memory held while the output is alive: with grad "
+              << fmt(static_cast<double>(held_g) / 1024, 1) << " KiB, under NoGradGuard "
+              << fmt(static_cast<double>(held_n) / 1024, 1) << " KiB (peaks "
+              << fmt(static_cast<double>(peak_g) / 1024, 1) << " / "
+              << fmt(static_cast<double>(peak_n) / 1024, 1) << " KiB)\n";
+    L.check(graph_g && !graph_n,
+            "with grad mode on the output has a grad_fn; under NoGradGuard it has none");
+    L.check(held_g > 3 * held_n,
+            "the graph keeps every saved activation alive: more than 3x the memory of the output "
+            "alone");
+    L.check(peak_g > peak_n, "and the peak is higher too");
+
+    const gl::Tensor small = x_test.narrow(0, 0, 8);
+    auto infer = [&](bool grad) {
+      gl::AutoGradMode mode(grad);
+      return model(small);
+    };
+    const double t_grad = median_cpu_ms([&] { infer(true); }, 500, 7);
+    const double t_nograd = median_cpu_ms([&] { infer(false); }, 500, 7);
+    std::cout << "500 forwards of 8 samples (median CPU time of 7 trials): with grad "
+              << fmt(t_grad, 2) << " ms, under NoGradGuard " << fmt(t_nograd, 2) << " ms\n";
+    L.check(t_nograd < t_grad, "NoGradGuard inference is faster: nothing is recorded or saved");
+  });
+}

@@ -1,0 +1,158 @@
+// Kernels of the fused nn primitives (ops/nn_ops.cpp): linear's bias add and column sum, and
+// cross-entropy on logits (forward: per-row loss and logsumexp; backward: softmax minus the
+// target distribution). Contiguous float32/float64 rows; one pass per row.
+
+#include <cmath>
+#include <limits>
+
+#include "gradlab/backend/cpu/cpu.hpp"
+#include "gradlab/backend/cpu/loops.hpp"
+
+namespace gradlab::cpu {
+
+namespace {
+
+template <class F>
+void visit_float(ScalarType dt, const char* op, F&& f) {
+  if (dt == kFloat32) return f.template operator()<float>();
+  if (dt == kFloat64) return f.template operator()<double>();
+  throw DTypeError(
+      error_message(op, "expected a floating point tensor", "float32 or float64", to_string(dt)));
+}
+
+// Reinterprets a fresh contiguous [1, M, N] result as [M, N].
+Tensor drop_batch_dim(Tensor c) {
+  TensorImpl* impl = c.impl();
+  impl->sizes.erase(impl->sizes.begin());
+  impl->strides.erase(impl->strides.begin());
+  return c;
+}
+
+}  // namespace
+
+Tensor mm(const Tensor& a, const Tensor& b) {
+  const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
+  Tensor a3 = make_view(a, {1, M, K}, {0, a.stride(0), a.stride(1)}, a.storage_offset());
+  Tensor b3 = make_view(b, {1, K, N}, {0, b.stride(0), b.stride(1)}, b.storage_offset());
+  return drop_batch_dim(bmm(a3, b3));
+}
+
+void add_bias_rows_(Tensor& out, const Tensor& bias_in) {
+  Tensor bias = contiguous(bias_in);
+  const int64_t M = out.size(0), N = out.size(1);
+  visit_float(out.dtype(), "linear", [&]<class T>() {
+    T* o = ptr<T>(out);
+    const T* b = ptr<const T>(bias);
+    for (int64_t i = 0; i < M; ++i, o += N)
+      for (int64_t j = 0; j < N; ++j) o[j] += b[j];
+  });
+}
+
+Tensor threshold_backward(const Tensor& grad_in, const Tensor& y_in, double threshold) {
+  Tensor g = contiguous(grad_in),
+         y = contiguous(y_in.dtype() == grad_in.dtype() ? y_in : cast(y_in, grad_in.dtype()));
+  Tensor dx = make_tensor(g.sizes(), g.dtype());
+  visit_float(g.dtype(), "threshold_backward", [&]<class T>() {
+    const T* pg = ptr<const T>(g);
+    const T* py = ptr<const T>(y);
+    T* d = ptr<T>(dx);
+    const T th = static_cast<T>(threshold);
+    const int64_t n = g.numel();
+    for (int64_t i = 0; i < n; ++i) {
+      const T gv = pg[i], yv = py[i];  // both loaded unconditionally: the select vectorizes
+      d[i] = yv > th ? gv : T(0);
+    }
+  });
+  return dx;
+}
+
+Tensor sum_rows(const Tensor& x_in) {
+  Tensor x = contiguous(x_in);
+  const int64_t M = x.size(0), N = x.size(1);
+  Tensor out = make_tensor({N}, x.dtype());
+  visit_float(x.dtype(), "sum", [&]<class T>() {
+    const T* p = ptr<const T>(x);
+    T* o = ptr<T>(out);
+    for (int64_t j = 0; j < N; ++j) o[j] = T(0);
+    for (int64_t i = 0; i < M; ++i, p += N)
+      for (int64_t j = 0; j < N; ++j) o[j] += p[j];
+  });
+  return out;
+}
+
+CrossEntropyForward cross_entropy_forward(const Tensor& logits_in, const Tensor& target_in,
+                                          int64_t ignore_index, double smoothing) {
+  Tensor x = contiguous(logits_in), t = contiguous(target_in);
+  const int64_t N = x.size(0), C = x.size(1);
+  CrossEntropyForward r;
+  r.loss = make_tensor({N}, x.dtype());
+  r.lse = make_tensor({N}, x.dtype());
+  const int64_t* tp = ptr<const int64_t>(t);
+  for (int64_t i = 0; i < N; ++i) {
+    if (tp[i] == ignore_index) continue;
+    if (tp[i] < 0 || tp[i] >= C) {
+      throw ShapeError(
+          error_message("cross_entropy", "target out of range at position " + std::to_string(i),
+                        "a class index in [0, " + std::to_string(C) + ")", std::to_string(tp[i]),
+                        "labels must be 0..C-1 for C logits; check the number of classes"));
+    }
+    ++r.valid;
+  }
+  visit_float(x.dtype(), "cross_entropy", [&]<class T>() {
+    const T* px = ptr<const T>(x);
+    T* loss = ptr<T>(r.loss);
+    T* lse = ptr<T>(r.lse);
+    for (int64_t i = 0; i < N; ++i, px += C) {
+      // lse = m + log Σ exp(x - m), m = max (an all -inf row keeps m = 0, as logsumexp does)
+      T m = -std::numeric_limits<T>::infinity();
+      for (int64_t c = 0; c < C; ++c) m = px[c] > m ? px[c] : m;
+      if (!std::isfinite(m)) m = T(0);
+      T s = 0, total = 0;
+      for (int64_t c = 0; c < C; ++c) s += std::exp(px[c] - m), total += px[c];
+      lse[i] = m + std::log(s);
+      if (tp[i] == ignore_index) {
+        loss[i] = T(0);
+        continue;
+      }
+      // -(1 - ε) logp[t] - ε mean_c logp[c],  logp = x - lse
+      const T nll = lse[i] - px[tp[i]];
+      loss[i] = smoothing > 0
+                    ? static_cast<T>((1.0 - smoothing) * nll + smoothing * (lse[i] - total / C))
+                    : nll;
+    }
+  });
+  return r;
+}
+
+Tensor cross_entropy_backward(const Tensor& logits_in, const Tensor& lse_in,
+                              const Tensor& target_in, int64_t ignore_index, double smoothing,
+                              const Tensor& row_scale_in) {
+  Tensor x = contiguous(logits_in), lse = contiguous(lse_in), t = contiguous(target_in);
+  Tensor scale =
+      contiguous(row_scale_in.dtype() == x.dtype() ? row_scale_in : cast(row_scale_in, x.dtype()));
+  const int64_t N = x.size(0), C = x.size(1);
+  const bool per_row = scale.dim() == 1;  // [N] (reduction none) or 0-d (mean, sum)
+  Tensor dx = make_tensor({N, C}, x.dtype());
+  const int64_t* tp = ptr<const int64_t>(t);
+  visit_float(x.dtype(), "cross_entropy", [&]<class T>() {
+    const T* px = ptr<const T>(x);
+    const T* pl = ptr<const T>(lse);
+    const T* ps = ptr<const T>(scale);
+    T* d = ptr<T>(dx);
+    const T uniform = static_cast<T>(smoothing / static_cast<double>(C));
+    const T hit = static_cast<T>(1.0 - smoothing);
+    for (int64_t i = 0; i < N; ++i, px += C, d += C) {
+      if (tp[i] == ignore_index) {
+        for (int64_t c = 0; c < C; ++c) d[c] = T(0);
+        continue;
+      }
+      const T s = per_row ? ps[i] : ps[0];
+      // dloss/dx = softmax(x) - ((1 - ε) onehot(t) + ε / C)
+      for (int64_t c = 0; c < C; ++c) d[c] = (std::exp(px[c] - pl[i]) - uniform) * s;
+      d[tp[i]] -= hit * s;
+    }
+  });
+  return dx;
+}
+
+}  // namespace gradlab::cpu

@@ -1,0 +1,62 @@
+#pragma once
+// nn::Conv2d and nn::MaxPool2d (enough for a small CNN on 8x8 digits).
+
+#include <optional>
+
+#include "gradlab/nn/arg.hpp"
+#include "gradlab/nn/module.hpp"
+#include "gradlab/ops/nn_ops.hpp"
+
+namespace gradlab::nn {
+
+/// Options of nn::Conv2d.
+struct Conv2dOptions {
+  Conv2dOptions(int64_t in_channels, int64_t out_channels, IntPair kernel_size)
+      : in_channels_(in_channels), out_channels_(out_channels), kernel_size_(kernel_size) {}
+  GRADLAB_ARG(int64_t, in_channels);
+  GRADLAB_ARG(int64_t, out_channels);
+  GRADLAB_ARG(IntPair, kernel_size);
+  GRADLAB_ARG(IntPair, stride) = 1;
+  GRADLAB_ARG(IntPair, padding) = 0;
+  GRADLAB_ARG(IntPair, dilation) = 1;
+  GRADLAB_ARG(bool, bias) = true;
+};
+
+/// [N, C_in, H, W] -> [N, C_out, oh, ow]; weight [C_out, C_in, kh, kw] and bias as nn::Linear's
+/// default init with fan_in = C_in * kh * kw.
+class Conv2dImpl : public Module {
+ public:
+  Conv2dImpl(int64_t in_channels, int64_t out_channels, IntPair kernel_size)
+      : Conv2dImpl(Conv2dOptions(in_channels, out_channels, kernel_size)) {}
+  explicit Conv2dImpl(const Conv2dOptions& options);
+  void reset_parameters();
+  Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& os) const override;
+
+  Conv2dOptions options;
+  Tensor weight, bias;
+};
+GRADLAB_MODULE(Conv2d);
+
+/// Options of nn::MaxPool2d.
+struct MaxPool2dOptions {
+  MaxPool2dOptions(IntPair kernel_size) : kernel_size_(kernel_size) {}  // NOLINT: nn::MaxPool2d(2)
+  GRADLAB_ARG(IntPair, kernel_size);
+  /// Defaults to kernel_size.
+  GRADLAB_ARG(std::optional<IntPair>, stride) = std::nullopt;
+  GRADLAB_ARG(IntPair, padding) = 0;
+  GRADLAB_ARG(IntPair, dilation) = 1;
+};
+
+/// Max over each window.
+class MaxPool2dImpl : public Module {
+ public:
+  explicit MaxPool2dImpl(const MaxPool2dOptions& options) : options(options) {}
+  explicit MaxPool2dImpl(int64_t kernel_size) : options(IntPair(kernel_size)) {}
+  Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& os) const override;
+  MaxPool2dOptions options;
+};
+GRADLAB_MODULE(MaxPool2d);
+
+}  // namespace gradlab::nn

@@ -1,0 +1,352 @@
+// The layers of gradlab::nn: Sequential, Linear, Flatten, activations, Dropout, BatchNorm1d,
+// LayerNorm, Embedding, Conv2d, MaxPool2d. Forward passes forward to ops (ops.hpp, nn_ops.hpp).
+
+#include <cmath>
+#include <numbers>
+#include <ostream>
+
+#include "gradlab/autograd/grad_mode.hpp"
+#include "gradlab/core/factories.hpp"
+#include "gradlab/nn/activation.hpp"
+#include "gradlab/nn/conv.hpp"
+#include "gradlab/nn/dropout.hpp"
+#include "gradlab/nn/embedding.hpp"
+#include "gradlab/nn/init.hpp"
+#include "gradlab/nn/linear.hpp"
+#include "gradlab/nn/normalization.hpp"
+#include "gradlab/nn/sequential.hpp"
+#include "gradlab/ops/nn_ops.hpp"
+#include "gradlab/ops/ops.hpp"
+
+namespace gradlab::nn {
+
+namespace {
+
+const char* tf(bool b) { return b ? "true" : "false"; }
+
+void check_input(const char* layer, const Tensor& x) {
+  GRADLAB_CHECK(x.defined(), ValueError, layer, "the input is undefined", "a defined tensor",
+                "Tensor()");
+}
+
+void check_positive(const char* layer, const char* what, int64_t v) {
+  GRADLAB_CHECK(v > 0, ValueError, layer, std::string(what) + " must be positive",
+                std::string(what) + " > 0", std::to_string(v));
+}
+
+// PyTorch's default for Linear / Conv: W ~ kaiming_uniform(a=√5) = U(-1/√fan_in, 1/√fan_in),
+// b ~ U(-1/√fan_in, 1/√fan_in).
+void default_init(Tensor& weight, Tensor& bias) {
+  init::kaiming_uniform_(weight, std::sqrt(5.0));
+  if (bias.defined()) {
+    const int64_t fan_in = init::calculate_fan_in_and_fan_out(weight).first;
+    const double bound = fan_in > 0 ? 1.0 / std::sqrt(static_cast<double>(fan_in)) : 0.0;
+    init::uniform_(bias, -bound, bound);
+  }
+}
+
+}  // namespace
+
+// ---- Sequential ------------------------------------------------------------------------------
+
+SequentialImpl::SequentialImpl(std::initializer_list<NamedModule> named) {
+  for (const NamedModule& m : named) add(m);
+}
+
+void SequentialImpl::add(NamedModule m) {
+  register_module(m.name, m.module);
+  forwards_.push_back(std::move(m.forward));
+}
+
+Tensor SequentialImpl::forward(const Tensor& input) {
+  Tensor x = input;
+  for (auto& f : forwards_) x = f(x);
+  return x;
+}
+
+std::shared_ptr<Module> SequentialImpl::ptr(size_t index) const {
+  GRADLAB_CHECK(index < size(), ShapeError, "Sequential",
+                "index " + std::to_string(index) + " is out of range",
+                "an index < " + std::to_string(size()), std::to_string(index));
+  return named_children()[index].second;
+}
+
+// ---- Linear, Flatten -------------------------------------------------------------------------
+
+LinearImpl::LinearImpl(const LinearOptions& o) : options(o) {
+  check_positive("Linear", "in_features", o.in_features());
+  check_positive("Linear", "out_features", o.out_features());
+  weight = register_parameter("weight", empty({o.out_features(), o.in_features()}));
+  if (o.bias()) bias = register_parameter("bias", empty({o.out_features()}));
+  reset_parameters();
+}
+
+void LinearImpl::reset_parameters() { default_init(weight, bias); }
+
+Tensor LinearImpl::forward(const Tensor& input) {
+  check_input("Linear", input);
+  if (input.dim() == 0 || input.size(-1) != options.in_features()) {
+    throw ShapeError(
+        error_message("Linear", "the input's last dimension must equal in_features",
+                      "input with last dimension " + std::to_string(options.in_features()),
+                      shape_str(input.sizes()),
+                      input.dim() >= 2 && input.numel() % options.in_features() == 0
+                          ? "flatten the features first, e.g. x.flatten(1) or nn::Flatten()"
+                          : "check in_features against the previous layer's output size"));
+  }
+  return linear(input, weight, bias);
+}
+
+void LinearImpl::pretty_print(std::ostream& os) const {
+  os << "Linear(in_features=" << options.in_features()
+     << ", out_features=" << options.out_features() << ", bias=" << tf(options.bias()) << ")";
+}
+
+Tensor FlattenImpl::forward(const Tensor& input) {
+  check_input("Flatten", input);
+  return input.flatten(options.start_dim(), options.end_dim());
+}
+
+void FlattenImpl::pretty_print(std::ostream& os) const {
+  os << "Flatten(start_dim=" << options.start_dim() << ", end_dim=" << options.end_dim() << ")";
+}
+
+// ---- activations -------------------------------------------------------------------------------
+
+Tensor ReLUImpl::forward(const Tensor& x) { return relu(x); }
+
+Tensor LeakyReLUImpl::forward(const Tensor& x) { return leaky_relu(x, options.negative_slope()); }
+void LeakyReLUImpl::pretty_print(std::ostream& os) const {
+  os << "LeakyReLU(negative_slope=" << options.negative_slope() << ")";
+}
+
+GELUImpl::GELUImpl(const GELUOptions& o) : options(o) {
+  GRADLAB_CHECK(o.approximate() == "none" || o.approximate() == "tanh", ValueError, "GELU",
+                "unknown approximation", "\"none\" or \"tanh\"", "\"" + o.approximate() + "\"");
+}
+Tensor GELUImpl::forward(const Tensor& x) {
+  if (options.approximate() == "none") return gelu(x);
+  // 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))
+  const double k = std::sqrt(2.0 / std::numbers::pi);
+  return 0.5 * x * (1 + tanh(k * (x + 0.044715 * x * x * x)));
+}
+void GELUImpl::pretty_print(std::ostream& os) const {
+  os << "GELU(approximate='" << options.approximate() << "')";
+}
+
+Tensor TanhImpl::forward(const Tensor& x) { return tanh(x); }
+Tensor SigmoidImpl::forward(const Tensor& x) { return sigmoid(x); }
+
+Tensor SoftmaxImpl::forward(const Tensor& x) { return softmax(x, options.dim()); }
+void SoftmaxImpl::pretty_print(std::ostream& os) const {
+  os << "Softmax(dim=" << options.dim() << ")";
+}
+Tensor LogSoftmaxImpl::forward(const Tensor& x) { return log_softmax(x, options.dim()); }
+void LogSoftmaxImpl::pretty_print(std::ostream& os) const {
+  os << "LogSoftmax(dim=" << options.dim() << ")";
+}
+
+// ---- Dropout ---------------------------------------------------------------------------------
+
+DropoutImpl::DropoutImpl(const DropoutOptions& o) : options(o) {
+  GRADLAB_CHECK(o.p() >= 0 && o.p() <= 1, ValueError, "Dropout",
+                "dropout probability has to be between 0 and 1", "0 <= p <= 1",
+                std::to_string(o.p()));
+}
+Tensor DropoutImpl::forward(const Tensor& x) {
+  check_input("Dropout", x);
+  return dropout(x, options.p(), is_training(), options.generator());
+}
+void DropoutImpl::pretty_print(std::ostream& os) const { os << "Dropout(p=" << options.p() << ")"; }
+
+// ---- BatchNorm1d -----------------------------------------------------------------------------
+
+BatchNorm1dImpl::BatchNorm1dImpl(const BatchNormOptions& o) : options(o) {
+  check_positive("BatchNorm1d", "num_features", o.num_features());
+  const int64_t C = o.num_features();
+  if (o.affine()) {
+    weight = register_parameter("weight", ones({C}));
+    bias = register_parameter("bias", zeros({C}));
+  }
+  if (o.track_running_stats()) {
+    running_mean = register_buffer("running_mean", zeros({C}));
+    running_var = register_buffer("running_var", ones({C}));
+    num_batches_tracked = register_buffer("num_batches_tracked", zeros({}, dtype(kInt64)));
+  }
+}
+
+void BatchNorm1dImpl::reset_running_stats() {
+  if (!options.track_running_stats()) return;
+  NoGradGuard no_grad;
+  running_mean.zero_();
+  running_var.fill_(1.0);
+  num_batches_tracked.zero_();
+}
+
+void BatchNorm1dImpl::reset_parameters() {
+  reset_running_stats();
+  if (options.affine()) {
+    init::ones_(weight);
+    init::zeros_(bias);
+  }
+}
+
+Tensor BatchNorm1dImpl::forward(const Tensor& input) {
+  check_input("BatchNorm1d", input);
+  GRADLAB_CHECK(input.dim() == 2 || input.dim() == 3, ShapeError, "BatchNorm1d",
+                "expected a 2-D or 3-D input",
+                "[N, " + std::to_string(options.num_features()) + "] or [N, " +
+                    std::to_string(options.num_features()) + ", L]",
+                shape_str(input.sizes()));
+  GRADLAB_CHECK(input.size(1) == options.num_features(), ShapeError, "BatchNorm1d",
+                "the input's dim 1 must equal num_features",
+                "input with " + std::to_string(options.num_features()) + " features in dim 1",
+                shape_str(input.sizes()));
+  double factor = 0.0;
+  if (is_training() && options.track_running_stats()) {
+    {
+      NoGradGuard no_grad;
+      num_batches_tracked.add_(1);
+    }
+    // momentum nullopt: cumulative moving average (factor 1/n after n batches).
+    factor = options.momentum() ? *options.momentum()
+                                : 1.0 / static_cast<double>(num_batches_tracked.item<int64_t>());
+  }
+  const bool use_batch_stats = is_training() || !options.track_running_stats();
+  const bool pass_running = !is_training() || options.track_running_stats();
+  return batch_norm(input, pass_running ? running_mean : Tensor(),
+                    pass_running ? running_var : Tensor(), weight, bias, use_batch_stats, factor,
+                    options.eps());
+}
+
+void BatchNorm1dImpl::pretty_print(std::ostream& os) const {
+  os << "BatchNorm1d(" << options.num_features() << ", eps=" << options.eps() << ", momentum=";
+  if (options.momentum())
+    os << *options.momentum();
+  else
+    os << "None";
+  os << ", affine=" << tf(options.affine())
+     << ", track_running_stats=" << tf(options.track_running_stats()) << ")";
+}
+
+// ---- LayerNorm -------------------------------------------------------------------------------
+
+LayerNormImpl::LayerNormImpl(const LayerNormOptions& o) : options(o) {
+  GRADLAB_CHECK(!o.normalized_shape().empty(), ValueError, "LayerNorm",
+                "normalized_shape must not be empty", "e.g. {features}", "[]");
+  for (auto s : o.normalized_shape()) check_positive("LayerNorm", "normalized_shape sizes", s);
+  if (o.elementwise_affine()) {
+    weight = register_parameter("weight", ones(o.normalized_shape()));
+    bias = register_parameter("bias", zeros(o.normalized_shape()));
+  }
+}
+
+void LayerNormImpl::reset_parameters() {
+  if (!options.elementwise_affine()) return;
+  init::ones_(weight);
+  init::zeros_(bias);
+}
+
+Tensor LayerNormImpl::forward(const Tensor& input) {
+  check_input("LayerNorm", input);
+  return layer_norm(input, options.normalized_shape(), weight, bias, options.eps());
+}
+
+void LayerNormImpl::pretty_print(std::ostream& os) const {
+  os << "LayerNorm(" << shape_str(options.normalized_shape()) << ", eps=" << options.eps()
+     << ", elementwise_affine=" << tf(options.elementwise_affine()) << ")";
+}
+
+// ---- Embedding -------------------------------------------------------------------------------
+
+EmbeddingImpl::EmbeddingImpl(const EmbeddingOptions& o) : options(o) {
+  check_positive("Embedding", "num_embeddings", o.num_embeddings());
+  check_positive("Embedding", "embedding_dim", o.embedding_dim());
+  if (o.padding_idx()) {
+    int64_t& p = *options.padding_idx();
+    GRADLAB_CHECK(p >= -o.num_embeddings() && p < o.num_embeddings(), ValueError, "Embedding",
+                  "padding_idx must be within num_embeddings",
+                  "an index in [" + std::to_string(-o.num_embeddings()) + ", " +
+                      std::to_string(o.num_embeddings()) + ")",
+                  std::to_string(p));
+    if (p < 0) p += o.num_embeddings();
+  }
+  weight = register_parameter("weight", empty({o.num_embeddings(), o.embedding_dim()}));
+  reset_parameters();
+}
+
+void EmbeddingImpl::reset_parameters() {
+  init::normal_(weight);
+  if (options.padding_idx()) {
+    NoGradGuard no_grad;
+    weight.select(0, *options.padding_idx()).zero_();
+  }
+}
+
+Tensor EmbeddingImpl::forward(const Tensor& indices) {
+  check_input("Embedding", indices);
+  GRADLAB_CHECK(indices.dtype() == kInt64, DTypeError, "Embedding", "indices must be int64",
+                "int64", to_string(indices.dtype()), "convert with .to(kInt64)");
+  Tensor y = embedding(weight, indices);
+  if (!options.padding_idx()) return y;
+  // The padding row gets no gradient: multiply its lookups by 0 (its value is 0 anyway).
+  Tensor keep = ne(indices, *options.padding_idx()).to(y.dtype()).unsqueeze(-1);
+  return y * keep;
+}
+
+void EmbeddingImpl::pretty_print(std::ostream& os) const {
+  os << "Embedding(" << options.num_embeddings() << ", " << options.embedding_dim();
+  if (options.padding_idx()) os << ", padding_idx=" << *options.padding_idx();
+  os << ")";
+}
+
+// ---- Conv2d, MaxPool2d -----------------------------------------------------------------------
+
+Conv2dImpl::Conv2dImpl(const Conv2dOptions& o) : options(o) {
+  check_positive("Conv2d", "in_channels", o.in_channels());
+  check_positive("Conv2d", "out_channels", o.out_channels());
+  check_positive("Conv2d", "kernel_size", std::min(o.kernel_size().h, o.kernel_size().w));
+  weight = register_parameter(
+      "weight", empty({o.out_channels(), o.in_channels(), o.kernel_size().h, o.kernel_size().w}));
+  if (o.bias()) bias = register_parameter("bias", empty({o.out_channels()}));
+  reset_parameters();
+}
+
+void Conv2dImpl::reset_parameters() { default_init(weight, bias); }
+
+Tensor Conv2dImpl::forward(const Tensor& input) {
+  check_input("Conv2d", input);
+  const int64_t C = options.in_channels();
+  GRADLAB_CHECK(
+      input.dim() == 3 || input.dim() == 4, ShapeError, "Conv2d", "expected a 3-D or 4-D input",
+      "[N, " + std::to_string(C) + ", H, W] or [" + std::to_string(C) + ", H, W]",
+      shape_str(input.sizes()),
+      input.dim() == 2 ? "flat rows need a reshape first, e.g. x.view({-1, 1, 8, 8})" : "");
+  const int64_t c = input.size(input.dim() - 3);
+  GRADLAB_CHECK(c == C, ShapeError, "Conv2d", "the input's channel dim must equal in_channels",
+                "input with " + std::to_string(C) + " channels", shape_str(input.sizes()),
+                "images are [N, C, H, W] (channels first), not [N, H, W, C]");
+  return conv2d(input, weight, bias, options.stride(), options.padding(), options.dilation());
+}
+
+void Conv2dImpl::pretty_print(std::ostream& os) const {
+  os << "Conv2d(" << options.in_channels() << ", " << options.out_channels()
+     << ", kernel_size=" << options.kernel_size().str() << ", stride=" << options.stride().str();
+  if (options.padding() != IntPair(0)) os << ", padding=" << options.padding().str();
+  if (options.dilation() != IntPair(1)) os << ", dilation=" << options.dilation().str();
+  os << ", bias=" << tf(options.bias()) << ")";
+}
+
+Tensor MaxPool2dImpl::forward(const Tensor& input) {
+  check_input("MaxPool2d", input);
+  return max_pool2d(input, options.kernel_size(), options.stride(), options.padding(),
+                    options.dilation());
+}
+
+void MaxPool2dImpl::pretty_print(std::ostream& os) const {
+  os << "MaxPool2d(kernel_size=" << options.kernel_size().str()
+     << ", stride=" << options.stride().value_or(options.kernel_size()).str()
+     << ", padding=" << options.padding().str() << ")";
+}
+
+}  // namespace gradlab::nn

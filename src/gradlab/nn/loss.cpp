@@ -1,0 +1,66 @@
+#include "gradlab/nn/loss.hpp"
+
+#include <ostream>
+
+namespace gradlab::nn {
+
+namespace {
+const char* reduction_name(Reduction r) {
+  switch (r) {
+    case Reduction::None:
+      return "none";
+    case Reduction::Sum:
+      return "sum";
+    case Reduction::Mean:
+      return "mean";
+  }
+  return "mean";
+}
+}  // namespace
+
+Tensor CrossEntropyLossImpl::forward(const Tensor& input, const Tensor& target) {
+  return functional::cross_entropy(input, target,
+                                   functional::CrossEntropyFuncOptions()
+                                       .reduction(options.reduction())
+                                       .ignore_index(options.ignore_index())
+                                       .label_smoothing(options.label_smoothing()));
+}
+void CrossEntropyLossImpl::pretty_print(std::ostream& os) const {
+  os << "CrossEntropyLoss(reduction=" << reduction_name(options.reduction())
+     << ", ignore_index=" << options.ignore_index()
+     << ", label_smoothing=" << options.label_smoothing() << ")";
+}
+
+Tensor NLLLossImpl::forward(const Tensor& input, const Tensor& target) {
+  return functional::nll_loss(input, target,
+                              functional::NLLLossFuncOptions()
+                                  .reduction(options.reduction())
+                                  .ignore_index(options.ignore_index()));
+}
+void NLLLossImpl::pretty_print(std::ostream& os) const {
+  os << "NLLLoss(reduction=" << reduction_name(options.reduction())
+     << ", ignore_index=" << options.ignore_index() << ")";
+}
+
+Tensor MSELossImpl::forward(const Tensor& input, const Tensor& target) {
+  return functional::mse_loss(input, target, options.reduction());
+}
+void MSELossImpl::pretty_print(std::ostream& os) const {
+  os << "MSELoss(reduction=" << reduction_name(options.reduction()) << ")";
+}
+
+Tensor L1LossImpl::forward(const Tensor& input, const Tensor& target) {
+  return functional::l1_loss(input, target, options.reduction());
+}
+void L1LossImpl::pretty_print(std::ostream& os) const {
+  os << "L1Loss(reduction=" << reduction_name(options.reduction()) << ")";
+}
+
+Tensor BCEWithLogitsLossImpl::forward(const Tensor& input, const Tensor& target) {
+  return functional::binary_cross_entropy_with_logits(input, target, options.reduction());
+}
+void BCEWithLogitsLossImpl::pretty_print(std::ostream& os) const {
+  os << "BCEWithLogitsLoss(reduction=" << reduction_name(options.reduction()) << ")";
+}
+
+}  // namespace gradlab::nn

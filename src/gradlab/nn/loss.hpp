@@ -1,0 +1,93 @@
+#pragma once
+// Loss modules, as torch::nn::CrossEntropyLoss & co. Each forwards to the function of the same
+// name in nn::functional (ops/ops.hpp) with its options.
+
+#include "gradlab/nn/arg.hpp"
+#include "gradlab/nn/module.hpp"
+#include "gradlab/ops/ops.hpp"
+
+namespace gradlab {
+/// Loss reductions at namespace level, as torch::kMean.
+using nn::functional::kMean;
+using nn::functional::kNone;
+using nn::functional::kSum;
+using nn::functional::Reduction;
+}  // namespace gradlab
+
+namespace gradlab::nn {
+
+/// Options of nn::CrossEntropyLoss.
+struct CrossEntropyLossOptions {
+  GRADLAB_ARG(Reduction, reduction) = kMean;
+  /// Targets equal to this index contribute nothing (and are not counted by the mean).
+  GRADLAB_ARG(int64_t, ignore_index) = -100;
+  /// Mixes the one-hot target with the uniform distribution: (1 - ε) one_hot + ε / C.
+  GRADLAB_ARG(double, label_smoothing) = 0.0;
+};
+
+/// Logits [N, C] and class indices [N] -> -log softmax(x)[target], reduced.
+class CrossEntropyLossImpl : public Module {
+ public:
+  explicit CrossEntropyLossImpl(const CrossEntropyLossOptions& options = {}) : options(options) {}
+  Tensor forward(const Tensor& input, const Tensor& target);
+  void pretty_print(std::ostream& os) const override;
+  CrossEntropyLossOptions options;
+};
+GRADLAB_MODULE(CrossEntropyLoss);
+
+/// Options of nn::NLLLoss.
+struct NLLLossOptions {
+  GRADLAB_ARG(Reduction, reduction) = kMean;
+  GRADLAB_ARG(int64_t, ignore_index) = -100;
+};
+
+/// Log-probabilities [N, C] and class indices [N] -> -logp[target], reduced.
+class NLLLossImpl : public Module {
+ public:
+  explicit NLLLossImpl(const NLLLossOptions& options = {}) : options(options) {}
+  Tensor forward(const Tensor& input, const Tensor& target);
+  void pretty_print(std::ostream& os) const override;
+  NLLLossOptions options;
+};
+GRADLAB_MODULE(NLLLoss);
+
+/// Options of the elementwise losses (MSELoss, L1Loss, BCEWithLogitsLoss).
+struct ReductionOptions {
+  ReductionOptions(Reduction r = kMean) : reduction_(r) {}  // NOLINT: nn::MSELoss(kSum)
+  GRADLAB_ARG(Reduction, reduction);
+};
+using MSELossOptions = ReductionOptions;
+using L1LossOptions = ReductionOptions;
+using BCEWithLogitsLossOptions = ReductionOptions;
+
+/// (input - target)², reduced. Shapes must match exactly (no silent broadcasting).
+class MSELossImpl : public Module {
+ public:
+  explicit MSELossImpl(const MSELossOptions& options = {}) : options(options) {}
+  Tensor forward(const Tensor& input, const Tensor& target);
+  void pretty_print(std::ostream& os) const override;
+  MSELossOptions options;
+};
+GRADLAB_MODULE(MSELoss);
+
+/// |input - target|, reduced.
+class L1LossImpl : public Module {
+ public:
+  explicit L1LossImpl(const L1LossOptions& options = {}) : options(options) {}
+  Tensor forward(const Tensor& input, const Tensor& target);
+  void pretty_print(std::ostream& os) const override;
+  L1LossOptions options;
+};
+GRADLAB_MODULE(L1Loss);
+
+/// Binary cross-entropy on logits (stable: max(x, 0) - x y + log(1 + exp(-|x|))), reduced.
+class BCEWithLogitsLossImpl : public Module {
+ public:
+  explicit BCEWithLogitsLossImpl(const BCEWithLogitsLossOptions& options = {}) : options(options) {}
+  Tensor forward(const Tensor& input, const Tensor& target);
+  void pretty_print(std::ostream& os) const override;
+  BCEWithLogitsLossOptions options;
+};
+GRADLAB_MODULE(BCEWithLogitsLoss);
+
+}  // namespace gradlab::nn

@@ -1,0 +1,203 @@
+#pragma once
+// nn::Module: a node of a model tree that owns parameters (tensors trained by an optimizer),
+// buffers (state that is saved but not trained, e.g. BatchNorm's running mean) and submodules.
+// Mirrors torch::nn::Module: register_parameter / register_buffer / register_module,
+// parameters(), named_parameters() with dotted names ("encoder.0.weight"), train() / eval().
+//
+// Layers come as an Impl class plus a holder (a shared_ptr with `->`), as in LibTorch:
+//   struct NetImpl : nn::Module { nn::Linear fc{nullptr}; NetImpl() { fc = register_module("fc",
+//   nn::Linear(4, 2)); } ... }; GRADLAB_MODULE(Net);   // Net net; net->forward(x);
+//   net->parameters();
+
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "gradlab/core/error.hpp"
+#include "gradlab/core/state_dict.hpp"
+#include "gradlab/core/tensor.hpp"
+
+namespace gradlab::nn {
+
+/// What load_state_dict did not match: keys the module has but the dict lacks, and the reverse.
+struct LoadResult {
+  std::vector<std::string> missing_keys, unexpected_keys;
+  bool ok() const { return missing_keys.empty() && unexpected_keys.empty(); }
+};
+
+/// Name -> tensor pairs in registration order (what named_parameters() returns).
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+
+class Module;
+/// Name -> submodule pairs in registration order.
+using NamedModules = std::vector<std::pair<std::string, std::shared_ptr<Module>>>;
+
+/// Base class of every layer and model.
+class Module : public std::enable_shared_from_this<Module> {
+ public:
+  /// `name` is what printouts show; empty = the class name (without a trailing "Impl").
+  explicit Module(std::string name = {});
+  virtual ~Module() = default;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  /// The module's type name, e.g. "Linear".
+  const std::string& name() const;
+
+  // ---- registration -----------------------------------------------------------------------
+  /// Registers `tensor` as a parameter: a leaf tensor (requires_grad as given) that parameters()
+  /// returns, optimizers update and state_dict() saves. Returns the stored handle.
+  Tensor& register_parameter(std::string name, Tensor tensor, bool requires_grad = true);
+  /// Registers state that is saved in state_dict() but not trained (requires_grad stays off).
+  Tensor& register_buffer(std::string name, Tensor tensor);
+  /// Registers a submodule; its parameters appear as "<name>.<param>".
+  template <class M>
+  requires std::is_base_of_v<Module, M> std::shared_ptr<M> register_module(
+      std::string name, std::shared_ptr<M> module) {
+    add_child(std::move(name), module);
+    return module;
+  }
+  /// Same, for a holder (nn::Linear, nn::Sequential, ...).
+  template <class H>
+  requires requires(const H& h) {
+    h.ptr();
+    typename H::ContainedType;
+  }
+  H register_module(std::string name, H holder) {
+    add_child(std::move(name), holder.ptr());
+    return holder;
+  }
+
+  // ---- traversal --------------------------------------------------------------------------
+  /// Every parameter (of submodules too when recurse), each tensor once.
+  std::vector<Tensor> parameters(bool recurse = true) const;
+  /// (dotted name, parameter) pairs; a tensor registered twice (tied weights) is listed once
+  /// unless remove_duplicate is false.
+  NamedTensors named_parameters(bool recurse = true, bool remove_duplicate = true) const;
+  std::vector<Tensor> buffers(bool recurse = true) const;
+  NamedTensors named_buffers(bool recurse = true, bool remove_duplicate = true) const;
+  /// Direct submodules.
+  std::vector<std::shared_ptr<Module>> children() const;
+  const NamedModules& named_children() const { return children_; }
+  /// Every submodule below this one (depth first, dotted names); not this module itself.
+  NamedModules named_modules() const;
+  /// Calls fn on every submodule (depth first), then on this module.
+  void apply(const std::function<void(Module&)>& fn);
+
+  // ---- modes and housekeeping -------------------------------------------------------------
+  /// Training mode on (or off) for this module and every submodule (Dropout, BatchNorm read it).
+  virtual void train(bool on = true);
+  /// Same as train(false).
+  void eval() { train(false); }
+  bool is_training() const { return training_; }
+  /// Clears the gradient of every parameter: to none (default) or to zeros.
+  void zero_grad(bool set_to_none = true);
+  /// Converts every floating-point parameter and buffer (and its gradient) to `dtype`, in place:
+  /// the tensors keep their identity, so optimizers built afterwards see the new data.
+  void to(ScalarType dtype);
+  /// Moves parameters and buffers to `device` (CPU only today).
+  void to(Device device);
+  /// Number of parameter elements (only trainable ones when asked).
+  int64_t num_parameters(bool trainable_only = false) const;
+
+  // ---- persistence (implemented through gradlab::io) ---------------------------------------
+  /// Parameters then buffers of each module (depth first), dotted names; the tensors are
+  /// detached handles sharing storage with the module's tensors.
+  StateDict state_dict() const;
+  /// Copies values (no graph, shapes checked) into the registered tensors. strict: any
+  /// missing or unexpected key is an error; otherwise they are returned.
+  LoadResult load_state_dict(const StateDict& state, bool strict = true);
+
+  // ---- printing ---------------------------------------------------------------------------
+  /// One line describing this module alone, e.g. "Linear(in_features=64, out_features=10,
+  /// bias=true)".
+  virtual void pretty_print(std::ostream& os) const;
+
+ protected:
+  /// Finds a registered parameter of this module (not submodules); nullptr if none.
+  Tensor* find_parameter(const std::string& name);
+  Tensor* find_buffer(const std::string& name);
+
+ private:
+  void add_child(std::string name, std::shared_ptr<Module> module);
+  void check_new_name(const std::string& name, const char* what) const;
+  void collect(const std::string& prefix, bool recurse, bool buffers, NamedTensors& out) const;
+  void for_each_tensor(const std::function<void(Tensor&)>& fn);
+
+  mutable std::string name_;
+  NamedTensors parameters_;
+  NamedTensors buffers_;
+  NamedModules children_;
+  bool training_ = true;
+};
+
+/// The module tree, PyTorch style, with parameter counts:
+///   Sequential(
+///     (0): Linear(in_features=64, out_features=128, bias=true)  [8,320 params]
+///     ...
+///   )  [9,610 params, 9,610 trainable]
+std::ostream& operator<<(std::ostream& os, const Module& module);
+
+/// "8,320": an integer with thousands separators (used by printouts).
+std::string group_digits(int64_t n);
+
+/// A shared_ptr to a module Impl with `->`, as LibTorch's ModuleHolder. Layers are used
+/// through holders: `nn::Linear fc(64, 10); fc->forward(x)` or `fc(x)`.
+template <class Impl>
+class ModuleHolder {
+ public:
+  using ContainedType = Impl;
+
+  /// Default-constructs the Impl (only for Impls that have a default constructor).
+  ModuleHolder() requires std::is_default_constructible_v<Impl> : impl_(std::make_shared<Impl>()) {}
+  /// An empty holder, to be assigned later (`nn::Linear fc{nullptr};`).
+  ModuleHolder(std::nullptr_t) {}                                       // NOLINT
+  ModuleHolder(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}  // NOLINT
+  /// Constructs the Impl from the arguments: nn::Linear(64, 10).
+  template <class Head, class... Tail>
+  requires(!std::is_base_of_v<ModuleHolder, std::decay_t<Head>> &&
+           !std::is_same_v<std::decay_t<Head>, std::nullptr_t> &&
+           !std::is_same_v<std::decay_t<Head>, std::shared_ptr<Impl>> &&
+           std::is_constructible_v<Impl, Head, Tail...>) explicit ModuleHolder(Head&& head,
+                                                                               Tail&&... tail)
+      : impl_(std::make_shared<Impl>(std::forward<Head>(head), std::forward<Tail>(tail)...)) {}
+
+  Impl* operator->() const { return get(); }
+  Impl& operator*() const { return *get(); }
+  Impl* get() const {
+    GRADLAB_CHECK(impl_ != nullptr, ValueError, "ModuleHolder", "accessing an empty module holder",
+                  "a constructed module", "nullptr",
+                  "assign it first, e.g. fc = register_module(\"fc\", nn::Linear(4, 2))");
+    return impl_.get();
+  }
+  const std::shared_ptr<Impl>& ptr() const { return impl_; }
+  bool is_empty() const { return impl_ == nullptr; }
+  explicit operator bool() const { return impl_ != nullptr; }
+  /// Calls forward: fc(x) == fc->forward(x).
+  template <class... Args>
+  decltype(auto) operator()(Args&&... args) const {
+    return get()->forward(std::forward<Args>(args)...);
+  }
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+template <class Impl>
+std::ostream& operator<<(std::ostream& os, const ModuleHolder<Impl>& h) {
+  return os << static_cast<const Module&>(*h);
+}
+
+}  // namespace gradlab::nn
+
+/// Declares holder `Name` for `NameImpl`, as LibTorch's TORCH_MODULE.
+#define GRADLAB_MODULE(Name)                                     \
+  class Name : public ::gradlab::nn::ModuleHolder<Name##Impl> {  \
+   public:                                                       \
+    using ::gradlab::nn::ModuleHolder<Name##Impl>::ModuleHolder; \
+  }

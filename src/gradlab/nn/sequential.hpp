@@ -1,0 +1,89 @@
+#pragma once
+// nn::Sequential: modules applied one after the other. Children are named "0", "1", ... (or
+// given names), so parameters read "0.weight", "2.bias", as in PyTorch.
+
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gradlab/nn/module.hpp"
+
+namespace gradlab::nn {
+
+/// A module with a name, for Sequential({{"fc1", nn::Linear(4, 8)}, {"act", nn::ReLU()}}).
+struct NamedModule {
+  template <class H>
+  requires requires(const H& h) { h.ptr()->forward(std::declval<const Tensor&>()); }
+  NamedModule(std::string n, H holder)  // NOLINT
+      : name(std::move(n)),
+        module(holder.ptr()),
+        forward([p = holder.ptr()](const Tensor& x) { return p->forward(x); }) {}
+  std::string name;
+  std::shared_ptr<Module> module;
+  std::function<Tensor(const Tensor&)> forward;
+};
+
+/// Chains modules whose forward takes and returns one Tensor.
+class SequentialImpl : public Module {
+ public:
+  SequentialImpl() = default;
+  /// Sequential(nn::Linear(64, 128), nn::ReLU(), nn::Linear(128, 10))
+  template <class... Ms>
+  requires(sizeof...(Ms) > 0) explicit SequentialImpl(Ms&&... modules) {
+    (push_back(std::forward<Ms>(modules)), ...);
+  }
+  SequentialImpl(std::initializer_list<NamedModule> named);
+
+  /// Appends a module (holder or shared_ptr) named by its position.
+  template <class M>
+  void push_back(M module) {
+    push_back(std::to_string(size()), std::move(module));
+  }
+  /// Appends a module under `name`.
+  template <class H>
+  requires requires(const H& h) { h.ptr()->forward(std::declval<const Tensor&>()); }
+  void push_back(std::string name, H holder) {
+    add(NamedModule(std::move(name), std::move(holder)));
+  }
+  template <class M>
+  requires std::is_base_of_v<Module, M>
+  void push_back(std::string name, std::shared_ptr<M> module) {
+    GRADLAB_CHECK(module != nullptr, ValueError, "Sequential::push_back", "the module is null",
+                  "a module", "nullptr");
+    register_module(name, module);
+    forwards_.push_back([module](const Tensor& x) { return module->forward(x); });
+  }
+
+  /// Applies every module in order.
+  Tensor forward(const Tensor& input);
+  size_t size() const { return forwards_.size(); }
+  bool is_empty() const { return forwards_.empty(); }
+  /// The i-th module.
+  std::shared_ptr<Module> ptr(size_t index) const;
+  std::shared_ptr<Module> operator[](size_t index) const { return ptr(index); }
+  /// The i-th module as its Impl type (throws when it is another type).
+  template <class T>
+  T& at(size_t index) const {
+    auto p = std::dynamic_pointer_cast<T>(ptr(index));
+    GRADLAB_CHECK(p != nullptr, ValueError, "Sequential::at",
+                  "module " + std::to_string(index) + " has another type", "the module's Impl type",
+                  ptr(index)->name());
+    return *p;
+  }
+
+ private:
+  void add(NamedModule m);
+  std::vector<std::function<Tensor(const Tensor&)>> forwards_;
+};
+/// Holder of SequentialImpl; also takes named modules: Sequential({{"fc", nn::Linear(4, 2)}}).
+class Sequential : public ModuleHolder<SequentialImpl> {
+ public:
+  using ModuleHolder<SequentialImpl>::ModuleHolder;
+  Sequential() : ModuleHolder<SequentialImpl>() {}
+  Sequential(std::initializer_list<NamedModule> named)  // NOLINT
+      : ModuleHolder<SequentialImpl>(std::make_shared<SequentialImpl>(named)) {}
+};
+
+}  // namespace gradlab::nn

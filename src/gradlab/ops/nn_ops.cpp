@@ -1,0 +1,525 @@
+// Neural-network ops. Primitives (own backward + CPU kernels in backend/cpu/conv.cpp): unfold,
+// fold, max_pool2d. Composed from other ops (their backward comes from the pieces): linear,
+// conv2d, dropout, batch_norm, layer_norm.
+
+#include "gradlab/ops/nn_ops.hpp"
+
+#include <cmath>
+
+#include "gradlab/ops/common.hpp"
+
+namespace gradlab {
+using namespace ops_detail;
+
+IntPair::IntPair(std::initializer_list<int64_t> l) : h(0), w(0) {
+  GRADLAB_CHECK(l.size() == 1 || l.size() == 2, ShapeError, "IntPair",
+                "expected one or two numbers", "{n} or {h, w}",
+                std::to_string(l.size()) + " numbers");
+  h = *l.begin();
+  w = l.size() == 2 ? *(l.begin() + 1) : h;
+}
+
+std::string IntPair::str() const { return shape_str({h, w}); }
+
+namespace {
+
+// cols = unfold(x)          dx = fold(dcols)         (unfold and fold are each other's adjoint)
+struct Unfold : Op<Unfold> {
+  static constexpr const char* kName = "Im2ColBackward0";
+  cpu::Window2d win;
+  int64_t C = 0, H = 0, W = 0;
+  Tensor forward(const Tensor& x, const cpu::Window2d& w) {
+    win = w;
+    C = x.size(1), H = x.size(2), W = x.size(3);
+    return cpu::im2col(x, w);
+  }
+  GradList backward(const GradList& g);
+};
+
+// x = fold(cols)            dcols = unfold(dx)
+struct Fold : Op<Fold> {
+  static constexpr const char* kName = "Col2ImBackward0";
+  cpu::Window2d win;
+  Tensor forward(const Tensor& cols, int64_t C, int64_t H, int64_t W, const cpu::Window2d& w) {
+    win = w;
+    return cpu::col2im(cols, C, H, W, w);
+  }
+  GradList backward(const GradList& g) { return {record<Unfold>(Site::unknown(), g[0], win)}; }
+};
+
+GradList Unfold::backward(const GradList& g) {
+  return {record<Fold>(Site::unknown(), g[0], C, H, W, win)};
+}
+
+// y = max over each window, i = its argmax     dx = dy scattered to the argmax positions
+struct MaxPool2d : Op<MaxPool2d> {
+  static constexpr const char* kName = "MaxPool2DWithIndicesBackward0";
+  Shape in_shape;
+  SavedTensor idx_;
+  std::vector<Tensor> forward(const Tensor& x, const cpu::Window2d& w) {
+    in_shape = x.sizes();
+    auto [y, i] = cpu::max_pool2d(x, w);
+    save(idx_, i);
+    return {y, i};
+  }
+  GradList backward(const GradList& g) {
+    const int64_t N = in_shape[0], C = in_shape[1], HW = in_shape[2] * in_shape[3];
+    Tensor idx = idx_.unpack();
+    const int64_t L = idx.size(2) * idx.size(3);
+    Tensor dx = scatter_add(zeros({N, C, HW}, g[0].options()), 2, idx.reshape({N, C, L}),
+                            g[0].reshape({N, C, L}));
+    return {dx.reshape(in_shape)};
+  }
+};
+
+// y = x Wᵀ + b         dx = dy W,  dW = dyᵀ x,  db = Σ_rows dy        (x [M, K], W [N, K], b [N])
+// One node and one GEMM instead of transpose + reshape + bmm + broadcast add. Without
+// create_graph the backward calls the kernels directly; with it, it is recorded with mm and sum.
+template <class Tag>
+struct LinearOp : Op<LinearOp<Tag>> {
+  static constexpr const char* kName = Tag::kName;
+  SavedTensor x_, w_;
+  Tensor forward(const Tensor& x, const Tensor& w, const Tensor& b) {
+    if (w.requires_grad()) this->save(x_, x);
+    if (x.requires_grad()) this->save(w_, w);
+    Tensor wt =
+        make_view(w, {w.size(1), w.size(0)}, {w.stride(1), w.stride(0)}, w.storage_offset());
+    Tensor y = cpu::mm(x, wt);
+    if (b.defined()) cpu::add_bias_rows_(y, b);
+    return y;
+  }
+  GradList backward(const GradList& g) {
+    const Tensor& dy = g[0];
+    const bool dx = this->needs_input_grad(0), dw = this->needs_input_grad(1),
+               db = this->needs_input_grad(2);
+    if (GradMode::is_enabled()) {  // create_graph
+      return {dx ? mm(dy, w_.unpack()) : Tensor(), dw ? mm(dy.t(), x_.unpack()) : Tensor(),
+              db ? sum(dy, {0}) : Tensor()};
+    }
+    Tensor dyt;
+    if (dw)
+      dyt = make_view(dy, {dy.size(1), dy.size(0)}, {dy.stride(1), dy.stride(0)},
+                      dy.storage_offset());
+    return {dx ? cpu::mm(dy, w_.unpack()) : Tensor(), dw ? cpu::mm(dyt, x_.unpack()) : Tensor(),
+            db ? cpu::sum_rows(dy) : Tensor()};
+  }
+};
+struct AddmmTag {
+  static constexpr const char* kName = "AddmmBackward0";
+};
+struct MmTag {
+  static constexpr const char* kName = "MmBackward0";
+};
+
+// dx = y > t ? g : 0        dg = y > t ? dd : 0   (y only selects: no gradient flows to it)
+struct ThresholdBackward : Op<ThresholdBackward> {
+  static constexpr const char* kName = "ThresholdBackwardBackward0";
+  SavedTensor y_;
+  double threshold = 0;
+  Tensor forward(const Tensor& g, const Tensor& y, double t) {
+    threshold = t;
+    save(y_, y);
+    return cpu::threshold_backward(g, y, t);
+  }
+  GradList backward(const GradList& g) {
+    return {record<ThresholdBackward>(Site::unknown(), g[0], y_.unpack().detach(), threshold),
+            Tensor()};
+  }
+};
+
+// loss = reduce_i w_i [(1 - ε)(lse_i - x[i, t_i]) + ε (lse_i - mean_c x[i, c])]
+// dx_i = (softmax(x_i) - (1 - ε) onehot(t_i) - ε / C) * w_i * s_i
+//   w_i = [t_i != ignore_index],  s = dy / n_valid (mean) | dy (sum) | dy_i (none)
+// One node instead of log_softmax + gather + masks; the composite (cross_entropy_reference) is
+// its oracle in the checks. With create_graph the backward is recorded (softmax recomputed).
+struct CrossEntropyOp : Op<CrossEntropyOp> {
+  static constexpr const char* kName = "CrossEntropyLossBackward0";
+  SavedTensor x_, lse_, t_;
+  int64_t ignore = -100, valid = 0;
+  double smoothing = 0;
+  nn::functional::Reduction reduction = nn::functional::kMean;
+  Tensor forward(const Tensor& x, const Tensor& t, int64_t ignore_index, double eps,
+                 nn::functional::Reduction r) {
+    ignore = ignore_index, smoothing = eps, reduction = r;
+    cpu::CrossEntropyForward f = cpu::cross_entropy_forward(x, t, ignore_index, eps);
+    valid = f.valid;
+    save(x_, x);
+    save(lse_, f.lse);
+    save(t_, t);
+    if (r == nn::functional::kNone) return f.loss;
+    Tensor total = cpu::reduce(cpu::Reduce::Sum, f.loss, {0}, false);
+    if (r == nn::functional::kSum) return total;
+    cpu::binary_(cpu::Binary::Div, total,
+                 scalar_tensor(static_cast<double>(f.valid), dtype(total.dtype())));
+    return total;
+  }
+  GradList backward(const GradList& g) {
+    const Tensor& dy = g[0];
+    const double factor =
+        reduction == nn::functional::kMean ? 1.0 / static_cast<double>(valid) : 1.0;
+    if (!GradMode::is_enabled())
+      return {cpu::cross_entropy_backward(x_.unpack(), lse_.unpack(), t_.unpack(), ignore,
+                                          smoothing, factor == 1.0 ? dy : dy * factor),
+              Tensor()};
+    Tensor x = x_.unpack(), t = t_.unpack();
+    const int64_t C = x.size(1);
+    Tensor keep = ne(t, ignore);
+    Tensor onehot = eq(arange(C).unsqueeze(0), where(keep, t, 0).unsqueeze(1)).to(x.dtype());
+    Tensor dist = onehot * (1.0 - smoothing) + smoothing / static_cast<double>(C);
+    Tensor scale = reduction == nn::functional::kNone ? dy.unsqueeze(1) : dy * factor;
+    return {(softmax(x, 1) - dist) * keep.to(x.dtype()).unsqueeze(1) * scale, Tensor()};
+  }
+};
+
+void check_window(const char* op, IntPair kernel, IntPair dilation, IntPair padding,
+                  IntPair stride) {
+  GRADLAB_CHECK(kernel.h > 0 && kernel.w > 0, ValueError, op, "kernel size must be positive",
+                "sizes > 0", kernel.str());
+  GRADLAB_CHECK(stride.h > 0 && stride.w > 0, ValueError, op, "stride must be positive",
+                "strides > 0", stride.str());
+  GRADLAB_CHECK(padding.h >= 0 && padding.w >= 0, ValueError, op, "padding must be non-negative",
+                "padding >= 0", padding.str());
+  GRADLAB_CHECK(dilation.h > 0 && dilation.w > 0, ValueError, op, "dilation must be positive",
+                "dilation > 0", dilation.str());
+}
+
+cpu::Window2d window(IntPair kernel, IntPair dilation, IntPair padding, IntPair stride) {
+  return {kernel.h, kernel.w, stride.h, stride.w, padding.h, padding.w, dilation.h, dilation.w};
+}
+
+// x as [N, C, H, W] (an unbatched [C, H, W] gets a batch dim of 1).
+Tensor batched_4d(const char* op, const Tensor& x, const Site& site) {
+  check_defined(op, x);
+  GRADLAB_CHECK(x.dim() == 3 || x.dim() == 4, ShapeError, op,
+                "expected a 3-D (unbatched) or 4-D (batched) input", "[C, H, W] or [N, C, H, W]",
+                shape_str(x.sizes()),
+                "image batches are [N, C, H, W]; reshape flat rows with .view({-1, C, H, W})");
+  GRADLAB_CHECK(x.is_floating_point(), DTypeError, op, "expected a floating point input",
+                "float32 or float64", to_string(x.dtype()), "convert with .to(kFloat32)");
+  return x.dim() == 4 ? x : x.unsqueeze(0, site);
+}
+
+void check_output_size(const char* op, const Tensor& x, const cpu::Window2d& w) {
+  const int64_t oh = w.out_h(x.size(2)), ow = w.out_w(x.size(3));
+  GRADLAB_CHECK(
+      oh > 0 && ow > 0, ShapeError, op,
+      "calculated output size (" + std::to_string(oh) + "x" + std::to_string(ow) + ") is too small",
+      "an input at least as large as the (dilated) kernel after padding",
+      "input " + shape_str(x.sizes()) + " with kernel [" + std::to_string(w.kh) + ", " +
+          std::to_string(w.kw) + "], padding [" + std::to_string(w.ph) + ", " +
+          std::to_string(w.pw) + "]",
+      "use a smaller kernel, more padding, or a larger input");
+}
+
+Tensor unfold_4d(const Tensor& x, const cpu::Window2d& w, const Site& site) {
+  check_output_size("unfold", x, w);
+  return record<Unfold>(site, x, w);
+}
+
+}  // namespace
+
+Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias, Site site) {
+  check_defined("linear", input);
+  check_defined("linear", weight, "weight");
+  GRADLAB_CHECK(weight.dim() == 2, ShapeError, "linear", "weight must be 2-D",
+                "[out_features, in_features]", shape_str(weight.sizes()));
+  const int64_t N = weight.size(0), K = weight.size(1);
+  GRADLAB_CHECK(input.dim() >= 1 && input.size(-1) == K, ShapeError, "linear",
+                "input features do not match the weight",
+                "input with last dimension " + std::to_string(K), shape_str(input.sizes()));
+  if (bias.defined())
+    GRADLAB_CHECK(bias.dim() == 1 && bias.size(0) == N, ShapeError, "linear",
+                  "bias must have one value per output", "[" + std::to_string(N) + "]",
+                  shape_str(bias.sizes()));
+  check_same_device("linear", input, weight);
+  ScalarType dt = promote_types(input.dtype(), weight.dtype());
+  if (bias.defined()) dt = promote_types(dt, bias.dtype());
+  GRADLAB_CHECK(is_computable_float(dt), DTypeError, "linear",
+                "expected floating point input and weight", "float32 or float64",
+                to_string(input.dtype()) + " and " + to_string(weight.dtype()),
+                "convert the input with .to(kFloat32)");
+  const Tensor x = cast_to(input, dt, site), w = cast_to(weight, dt, site);
+  const Tensor b = bias.defined() ? cast_to(bias, dt, site) : Tensor();
+  auto run = [&](const Tensor& x2) {
+    return b.defined() ? record<LinearOp<AddmmTag>>(site, x2, w, b)
+                       : record<LinearOp<MmTag>>(site, x2, w, b);
+  };
+  if (x.dim() == 2) return run(x);
+  if (x.dim() == 1) return run(x.unsqueeze(0, site)).squeeze(0, site);
+  Shape out(x.sizes().begin(), x.sizes().end() - 1);
+  out.push_back(N);
+  return run(x.reshape({-1, K}, site)).reshape(out, site);
+}
+
+Tensor threshold_backward(const Tensor& grad, const Tensor& y, double threshold, Site site) {
+  check_defined("threshold_backward", grad, "grad");
+  check_defined("threshold_backward", y, "self");
+  GRADLAB_CHECK(grad.sizes() == y.sizes(), ShapeError, "threshold_backward",
+                "grad and self must have the same shape", shape_str(y.sizes()),
+                shape_str(grad.sizes()));
+  GRADLAB_CHECK(grad.is_floating_point(), DTypeError, "threshold_backward",
+                "expected a floating point gradient", "float32 or float64",
+                to_string(grad.dtype()));
+  return record<ThresholdBackward>(site, grad, y.detach(), threshold);
+}
+
+Tensor unfold(const Tensor& input, IntPair kernel, IntPair dilation, IntPair padding,
+              IntPair stride, Site site) {
+  check_window("unfold", kernel, dilation, padding, stride);
+  Tensor x = batched_4d("unfold", input, site);
+  Tensor cols = unfold_4d(x, window(kernel, dilation, padding, stride), site);
+  return input.dim() == 4 ? cols : cols.squeeze(0, site);
+}
+
+Tensor fold(const Tensor& input, IntPair output_size, IntPair kernel, IntPair dilation,
+            IntPair padding, IntPair stride, Site site) {
+  check_defined("fold", input);
+  check_window("fold", kernel, dilation, padding, stride);
+  GRADLAB_CHECK(input.dim() == 2 || input.dim() == 3, ShapeError, "fold",
+                "expected a 2-D or 3-D input", "[C*kh*kw, L] or [N, C*kh*kw, L]",
+                shape_str(input.sizes()));
+  Tensor cols = input.dim() == 3 ? input : input.unsqueeze(0, site);
+  const cpu::Window2d w = window(kernel, dilation, padding, stride);
+  const int64_t kk = kernel.h * kernel.w;
+  const int64_t L = w.out_h(output_size.h) * w.out_w(output_size.w);
+  GRADLAB_CHECK(
+      cols.size(1) % kk == 0, ShapeError, "fold",
+      "expected size of input's dimension 1 to be divisible by the product of kernel_size",
+      "a multiple of " + std::to_string(kk), shape_str(input.sizes()));
+  GRADLAB_CHECK(cols.size(2) == L, ShapeError, "fold",
+                "the number of blocks does not match output_size, kernel_size, padding and stride",
+                std::to_string(L) + " blocks in the last dim", shape_str(input.sizes()));
+  GRADLAB_CHECK(cols.is_floating_point(), DTypeError, "fold", "expected a floating point input",
+                "float32 or float64", to_string(cols.dtype()));
+  Tensor x = record<Fold>(site, cols, cols.size(1) / kk, output_size.h, output_size.w, w);
+  return input.dim() == 3 ? x : x.squeeze(0, site);
+}
+
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntPair stride,
+              IntPair padding, IntPair dilation, Site site) {
+  check_defined("conv2d", weight, "weight");
+  Tensor x = batched_4d("conv2d", input, site);
+  GRADLAB_CHECK(weight.dim() == 4, ShapeError, "conv2d", "weight must be 4-D",
+                "[out_channels, in_channels, kh, kw]", shape_str(weight.sizes()));
+  const int64_t O = weight.size(0), C = weight.size(1);
+  if (x.size(1) != C) {
+    throw ShapeError(error_message(
+        "conv2d", "input channels do not match the weight of size " + shape_str(weight.sizes()),
+        "input with " + std::to_string(C) + " channels (dim 1 of [N, C, H, W])",
+        shape_str(input.sizes()),
+        "check in_channels, and that images are [N, C, H, W], not [N, H, W, C]"));
+  }
+  if (bias.defined())
+    GRADLAB_CHECK(bias.dim() == 1 && bias.size(0) == O, ShapeError, "conv2d",
+                  "bias must have one value per output channel", "[" + std::to_string(O) + "]",
+                  shape_str(bias.sizes()));
+  const IntPair kernel(weight.size(2), weight.size(3));
+  check_window("conv2d", kernel, dilation, padding, stride);
+  const cpu::Window2d w = window(kernel, dilation, padding, stride);
+  check_output_size("conv2d", x, w);
+  const int64_t N = x.size(0), oh = w.out_h(x.size(2)), ow = w.out_w(x.size(3));
+  // out[n] = W [O, C*kh*kw] @ cols[n] [C*kh*kw, L]
+  Tensor cols = unfold_4d(x, w, site);
+  Tensor out = matmul(weight.reshape({O, C * kernel.h * kernel.w}, site), cols, site);
+  if (bias.defined()) out = add(out, bias.reshape({O, 1}, site), site);
+  out = out.reshape({N, O, oh, ow}, site);
+  return input.dim() == 4 ? out : out.squeeze(0, site);
+}
+
+std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, IntPair kernel,
+                                                   std::optional<IntPair> stride, IntPair padding,
+                                                   IntPair dilation, Site site) {
+  const IntPair st = stride.value_or(kernel);
+  check_window("max_pool2d", kernel, dilation, padding, st);
+  GRADLAB_CHECK(padding.h * 2 <= kernel.h && padding.w * 2 <= kernel.w, ValueError, "max_pool2d",
+                "pad should be at most half of the kernel size", "padding <= kernel_size / 2",
+                "padding " + padding.str() + " with kernel " + kernel.str());
+  Tensor x = batched_4d("max_pool2d", input, site);
+  const cpu::Window2d w = window(kernel, dilation, padding, st);
+  check_output_size("max_pool2d", x, w);
+  auto r = record<MaxPool2d>(site, x, w);
+  if (input.dim() == 3) return {r[0].squeeze(0, site), r[1].squeeze(0)};
+  return {r[0], r[1]};
+}
+
+Tensor max_pool2d(const Tensor& input, IntPair kernel, std::optional<IntPair> stride,
+                  IntPair padding, IntPair dilation, Site site) {
+  return std::get<0>(max_pool2d_with_indices(input, kernel, stride, padding, dilation, site));
+}
+
+Tensor dropout(const Tensor& input, double p, bool train, Generator* generator, Site site) {
+  check_defined("dropout", input);
+  GRADLAB_CHECK(p >= 0 && p <= 1, ValueError, "dropout",
+                "dropout probability has to be between 0 and 1", "0 <= p <= 1", std::to_string(p));
+  if (!train || p == 0) return input;
+  GRADLAB_CHECK(input.is_floating_point(), DTypeError, "dropout", "expected a floating point input",
+                "float32 or float64", to_string(input.dtype()));
+  if (p == 1) return mul(input, zeros_like(input), site);
+  // y = x * mask / (1 - p), mask ~ Bernoulli(1 - p); the mask is a constant for autograd.
+  Tensor keep = ge(rand(input.sizes(), input.options(), generator), p);
+  Tensor scale = mul(keep.to(input.dtype()), 1.0 / (1.0 - p));
+  return mul(input, scale, site);
+}
+
+Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                  const Tensor& weight, const Tensor& bias, bool training, double momentum,
+                  double eps, Site site) {
+  check_defined("batch_norm", input);
+  GRADLAB_CHECK(input.dim() >= 2, ShapeError, "batch_norm",
+                "expected an input with a batch and a channel dim",
+                "[N, C], [N, C, L] or [N, C, H, W]", shape_str(input.sizes()));
+  GRADLAB_CHECK(input.is_floating_point(), DTypeError, "batch_norm",
+                "expected a floating point input", "float32 or float64", to_string(input.dtype()));
+  GRADLAB_CHECK(eps > 0, ValueError, "batch_norm", "eps must be positive", "eps > 0",
+                std::to_string(eps));
+  const int64_t C = input.size(1);
+  auto check_c = [&](const Tensor& t, const char* name) {
+    if (!t.defined()) return;
+    GRADLAB_CHECK(t.dim() == 1 && t.size(0) == C, ShapeError, "batch_norm",
+                  std::string(name) + " must have one value per channel (dim 1 of the input " +
+                      shape_str(input.sizes()) + ")",
+                  "[" + std::to_string(C) + "]", shape_str(t.sizes()));
+  };
+  check_c(running_mean, "running_mean");
+  check_c(running_var, "running_var");
+  check_c(weight, "weight");
+  check_c(bias, "bias");
+  Dims red{0};
+  Shape bshape(input.dim(), 1);
+  bshape[1] = C;
+  for (int64_t d = 2; d < input.dim(); ++d) red.push_back(d);
+  Tensor y;
+  if (training) {
+    const int64_t n = input.numel() / std::max<int64_t>(C, 1);
+    GRADLAB_CHECK(
+        n > 1, ValueError, "batch_norm", "expected more than 1 value per channel when training",
+        "a batch with at least 2 values per channel", "input size " + shape_str(input.sizes()),
+        "use a batch of 2 or more, or call model.eval() for single-sample inference");
+    // x̂ = (x - μ) / √(σ² + ε), μ and σ² (biased) over the batch (and spatial) dims.
+    Tensor mu = mean(input, red, /*keepdim=*/true, site);
+    Tensor xc = sub(input, mu, site);
+    Tensor var = mean(mul(xc, xc, site), red, /*keepdim=*/true, site);
+    y = div(xc, sqrt(add(var, eps, site), site), site);
+    if (running_mean.defined() || running_var.defined()) {
+      NoGradGuard no_grad;
+      // running = (1 - m) running + m stat; the variance saved is the unbiased one (n / (n - 1)).
+      if (running_mean.defined()) {
+        Tensor rm = running_mean;
+        rm.mul_(1.0 - momentum).add_(mu.detach().reshape({C}).to(rm.dtype()), momentum);
+      }
+      if (running_var.defined()) {
+        Tensor rv = running_var;
+        Tensor unbiased =
+            var.detach().reshape({C}) * (static_cast<double>(n) / static_cast<double>(n - 1));
+        rv.mul_(1.0 - momentum).add_(unbiased.to(rv.dtype()), momentum);
+      }
+    }
+  } else {
+    GRADLAB_CHECK(running_mean.defined() && running_var.defined(), ValueError, "batch_norm",
+                  "running_mean and running_var are needed when not training", "both defined",
+                  "undefined", "pass training=true to normalize with batch statistics");
+    Tensor rm = running_mean.reshape(bshape, site), rv = running_var.reshape(bshape, site);
+    y = div(sub(input, rm, site), sqrt(add(rv, eps, site), site), site);
+  }
+  if (weight.defined()) y = mul(y, weight.reshape(bshape, site), site);
+  if (bias.defined()) y = add(y, bias.reshape(bshape, site), site);
+  return y;
+}
+
+Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tensor& weight,
+                  const Tensor& bias, double eps, Site site) {
+  check_defined("layer_norm", input);
+  GRADLAB_CHECK(input.is_floating_point(), DTypeError, "layer_norm",
+                "expected a floating point input", "float32 or float64", to_string(input.dtype()));
+  const int64_t k = static_cast<int64_t>(normalized_shape.size());
+  bool ok = k >= 1 && input.dim() >= k;
+  for (int64_t i = 0; ok && i < k; ++i) ok = input.size(input.dim() - k + i) == normalized_shape[i];
+  if (!ok) {
+    std::string want = "[*";
+    for (auto s : normalized_shape) want += ", " + std::to_string(s);
+    throw ShapeError(error_message(
+        "layer_norm",
+        "the last dims of the input must equal normalized_shape=" + shape_str(normalized_shape),
+        "input with shape " + want + "]", shape_str(input.sizes())));
+  }
+  for (const Tensor* t : {&weight, &bias})
+    if (t->defined())
+      GRADLAB_CHECK(t->sizes() == normalized_shape, ShapeError, "layer_norm",
+                    "weight and bias must have normalized_shape", shape_str(normalized_shape),
+                    shape_str(t->sizes()));
+  Dims dims;
+  for (int64_t i = input.dim() - k; i < input.dim(); ++i) dims.push_back(i);
+  // y = (x - μ) / √(σ² + ε) * weight + bias, μ and σ² (biased) over the last k dims.
+  Tensor xc = sub(input, mean(input, dims, /*keepdim=*/true, site), site);
+  Tensor var = mean(mul(xc, xc, site), dims, /*keepdim=*/true, site);
+  Tensor y = div(xc, sqrt(add(var, eps, site), site), site);
+  if (weight.defined()) y = mul(y, weight, site);
+  if (bias.defined()) y = add(y, bias, site);
+  return y;
+}
+
+namespace nn::functional {
+
+Tensor cross_entropy_fused(const Tensor& input, const Tensor& target,
+                           const CrossEntropyFuncOptions& o, Site site) {
+  const char* op = "cross_entropy";
+  check_defined(op, input);
+  check_defined(op, target, "target");
+  GRADLAB_CHECK(
+      target.dtype() == kInt64, DTypeError, op, "target must hold class indices (int64)", "int64",
+      to_string(target.dtype()),
+      "class indices come from labels .to(kInt64); for one-hot or probability targets use "
+      "-(target * log_softmax(input, 1)).sum(1).mean()");
+  GRADLAB_CHECK(input.dim() == 2, ShapeError, op, "input must be logits [N, C]", "a 2-D input",
+                shape_str(input.sizes()), "flatten extra dims first, e.g. logits.reshape({-1, C})");
+  GRADLAB_CHECK(target.dim() == 1, ShapeError, op, "target must be 1-D [N]",
+                "[" + std::to_string(input.size(0)) + "]", shape_str(target.sizes()),
+                "labels of shape [N, 1] need .squeeze(1); one-hot labels need argmax(1)");
+  GRADLAB_CHECK(target.size(0) == input.size(0), ShapeError, op,
+                "expected input batch_size (" + std::to_string(input.size(0)) +
+                    ") to match target batch_size (" + std::to_string(target.size(0)) + ")",
+                std::to_string(input.size(0)) + " targets", std::to_string(target.size(0)));
+  GRADLAB_CHECK(o.label_smoothing_ >= 0 && o.label_smoothing_ <= 1, ValueError, op,
+                "label_smoothing must be in [0, 1]", "0 <= label_smoothing <= 1",
+                std::to_string(o.label_smoothing_));
+  check_same_device(op, input, target);
+  return record<CrossEntropyOp>(site, cast_to(input, float_dtype(input), site), target,
+                                o.ignore_index_, o.label_smoothing_, o.reduction_);
+}
+
+}  // namespace nn::functional
+
+namespace nn::functional {
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, Site site) {
+  return gradlab::linear(x, w, b, site);
+}
+Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, IntPair s, IntPair p, IntPair d,
+              Site site) {
+  return gradlab::conv2d(x, w, b, s, p, d, site);
+}
+Tensor max_pool2d(const Tensor& x, IntPair k, std::optional<IntPair> s, IntPair p, IntPair d,
+                  Site site) {
+  return gradlab::max_pool2d(x, k, s, p, d, site);
+}
+Tensor unfold(const Tensor& x, IntPair k, IntPair d, IntPair p, IntPair s, Site site) {
+  return gradlab::unfold(x, k, d, p, s, site);
+}
+Tensor fold(const Tensor& x, IntPair o, IntPair k, IntPair d, IntPair p, IntPair s, Site site) {
+  return gradlab::fold(x, o, k, d, p, s, site);
+}
+Tensor dropout(const Tensor& x, double p, bool training, Generator* g, Site site) {
+  return gradlab::dropout(x, p, training, g, site);
+}
+Tensor batch_norm(const Tensor& x, const Tensor& rm, const Tensor& rv, const Tensor& w,
+                  const Tensor& b, bool training, double momentum, double eps, Site site) {
+  return gradlab::batch_norm(x, rm, rv, w, b, training, momentum, eps, site);
+}
+Tensor layer_norm(const Tensor& x, const Shape& shape, const Tensor& w, const Tensor& b, double eps,
+                  Site site) {
+  return gradlab::layer_norm(x, shape, w, b, eps, site);
+}
+Tensor tanh(const Tensor& x, Site site) { return gradlab::tanh(x, site); }
+Tensor sigmoid(const Tensor& x, Site site) { return gradlab::sigmoid(x, site); }
+}  // namespace nn::functional
+
+}  // namespace gradlab

@@ -1,0 +1,317 @@
+// SGD, Adam, AdamW, RMSprop: each step_group is PyTorch's single-tensor update written with
+// gradlab's in-place ops (run under NoGradGuard by Optimizer::step).
+
+#include <cmath>
+
+#include "gradlab/core/factories.hpp"
+#include "gradlab/ops/ops.hpp"
+#include "gradlab/optim/adam.hpp"
+#include "gradlab/optim/rmsprop.hpp"
+#include "gradlab/optim/sgd.hpp"
+
+namespace gradlab::optim {
+
+namespace {
+
+std::vector<OptimizerParamGroup> one_group(const std::vector<Tensor>& params) {
+  return {OptimizerParamGroup(params)};
+}
+
+[[noreturn]] void unknown_hyper(const char* opt, const std::string& name,
+                                const std::string& known) {
+  throw ValueError(error_message(
+      std::string(opt) + "::load_state_dict", "unknown hyperparameter '" + name + "'",
+      "one of " + known, "'" + name + "'", "was the state saved from another optimizer type?"));
+}
+
+void check_range(const char* opt, const char* what, double v, double lo, double hi,
+                 bool hi_open = false) {
+  const bool ok = v >= lo && (hi_open ? v < hi : v <= hi);
+  GRADLAB_CHECK(
+      ok, ValueError, opt, std::string("invalid ") + what,
+      std::to_string(lo) + " <= " + what + (hi_open ? " < " : " <= ") + std::to_string(hi),
+      std::to_string(v));
+}
+
+void check_nonneg(const char* opt, const char* what, double v) {
+  GRADLAB_CHECK(v >= 0, ValueError, opt, std::string("invalid ") + what,
+                std::string(what) + " >= 0", std::to_string(v));
+}
+
+// The (maybe negated) gradient of p.
+Tensor grad_of(const Tensor& p, bool maximize) { return maximize ? -p.grad() : p.grad(); }
+
+// A 0-d float64 step counter, incremented; returns the new count.
+double bump_step(ParamState& st) {
+  Tensor& t = st["step"];
+  t.add_(1.0);
+  return t.item<double>();
+}
+
+// Adam / AdamW after the weight decay has been applied (to g or to p).
+void adam_core(Tensor& p, const Tensor& g, ParamState& st, double lr, double beta1, double beta2,
+               double eps, bool amsgrad, double step) {
+  Tensor& exp_avg = st["exp_avg"];
+  Tensor& exp_avg_sq = st["exp_avg_sq"];
+  exp_avg.mul_(beta1).add_(g, 1.0 - beta1);
+  exp_avg_sq.mul_(beta2).add_(g * g, 1.0 - beta2);
+  const double bias_correction1 = 1.0 - std::pow(beta1, step);
+  const double bias_correction2 = 1.0 - std::pow(beta2, step);
+  const double step_size = lr / bias_correction1;
+  const double bias_correction2_sqrt = std::sqrt(bias_correction2);
+  Tensor denom;
+  if (amsgrad) {
+    Tensor& vmax = st["max_exp_avg_sq"];
+    vmax.copy_(maximum(vmax, exp_avg_sq));
+    denom = sqrt(vmax) / bias_correction2_sqrt + eps;
+  } else {
+    denom = sqrt(exp_avg_sq) / bias_correction2_sqrt + eps;
+  }
+  p.add_(exp_avg / denom, -step_size);
+}
+
+void init_adam_state(ParamState& st, const Tensor& p, bool amsgrad) {
+  if (!st.empty()) return;
+  st.insert("step", scalar_tensor(0.0, dtype(kFloat64)));
+  st.insert("exp_avg", zeros_like(p));
+  st.insert("exp_avg_sq", zeros_like(p));
+  if (amsgrad) st.insert("max_exp_avg_sq", zeros_like(p));
+}
+
+void check_adam(const char* opt, double lr, std::tuple<double, double> betas, double eps,
+                double wd) {
+  check_nonneg(opt, "learning rate", lr);
+  check_nonneg(opt, "epsilon value", eps);
+  check_range(opt, "beta parameter at index 0", std::get<0>(betas), 0.0, 1.0, true);
+  check_range(opt, "beta parameter at index 1", std::get<1>(betas), 0.0, 1.0, true);
+  check_nonneg(opt, "weight_decay value", wd);
+}
+
+template <class O>
+std::vector<std::pair<std::string, double>> adam_hypers(const O& o) {
+  return {{"lr", o.lr()},
+          {"beta1", std::get<0>(o.betas())},
+          {"beta2", std::get<1>(o.betas())},
+          {"eps", o.eps()},
+          {"weight_decay", o.weight_decay()},
+          {"amsgrad", o.amsgrad() ? 1.0 : 0.0},
+          {"maximize", o.maximize() ? 1.0 : 0.0}};
+}
+
+template <class O>
+void set_adam_hyper(O& o, const char* opt, const std::string& name, double v) {
+  if (name == "lr")
+    o.lr(v);
+  else if (name == "beta1")
+    o.betas(std::make_tuple(v, std::get<1>(o.betas())));
+  else if (name == "beta2")
+    o.betas(std::make_tuple(std::get<0>(o.betas()), v));
+  else if (name == "eps")
+    o.eps(v);
+  else if (name == "weight_decay")
+    o.weight_decay(v);
+  else if (name == "amsgrad")
+    o.amsgrad(v != 0);
+  else if (name == "maximize")
+    o.maximize(v != 0);
+  else
+    unknown_hyper(opt, name, "lr, beta1, beta2, eps, weight_decay, amsgrad, maximize");
+}
+
+}  // namespace
+
+// ---- SGD -------------------------------------------------------------------------------------
+
+std::vector<std::pair<std::string, double>> SGDOptions::hyperparameters() const {
+  return {{"lr", lr_},
+          {"momentum", momentum_},
+          {"dampening", dampening_},
+          {"weight_decay", weight_decay_},
+          {"nesterov", nesterov_ ? 1.0 : 0.0},
+          {"maximize", maximize_ ? 1.0 : 0.0}};
+}
+
+void SGDOptions::set_hyperparameter(const std::string& name, double v) {
+  if (name == "lr")
+    lr_ = v;
+  else if (name == "momentum")
+    momentum_ = v;
+  else if (name == "dampening")
+    dampening_ = v;
+  else if (name == "weight_decay")
+    weight_decay_ = v;
+  else if (name == "nesterov")
+    nesterov_ = v != 0;
+  else if (name == "maximize")
+    maximize_ = v != 0;
+  else
+    unknown_hyper("SGD", name, "lr, momentum, dampening, weight_decay, nesterov, maximize");
+}
+
+SGD::SGD(const std::vector<Tensor>& params, const SGDOptions& defaults)
+    : SGD(one_group(params), defaults) {}
+
+SGD::SGD(std::vector<OptimizerParamGroup> groups, const SGDOptions& d)
+    : Optimizer(std::move(groups), d.clone()) {
+  check_nonneg("SGD", "learning rate", d.lr());
+  check_nonneg("SGD", "momentum value", d.momentum());
+  check_nonneg("SGD", "weight_decay value", d.weight_decay());
+  GRADLAB_CHECK(
+      !d.nesterov() || (d.momentum() > 0 && d.dampening() == 0), ValueError, "SGD",
+      "Nesterov momentum requires a momentum and zero dampening", "momentum > 0 and dampening = 0",
+      "momentum=" + std::to_string(d.momentum()) + ", dampening=" + std::to_string(d.dampening()));
+}
+
+void SGD::step_group(OptimizerParamGroup& group) {
+  const auto& o = static_cast<const SGDOptions&>(group.options());
+  for (Tensor& p : group.params()) {
+    if (!p.grad().defined()) continue;
+    Tensor d_p = grad_of(p, o.maximize());
+    if (o.weight_decay() != 0) d_p = d_p + o.weight_decay() * p;
+    if (o.momentum() != 0) {
+      ParamState& st = state(p);
+      if (!st.contains("momentum_buffer")) {
+        st.insert("momentum_buffer", d_p.clone());
+      } else {
+        st["momentum_buffer"].mul_(o.momentum()).add_(d_p, 1.0 - o.dampening());
+      }
+      const Tensor& buf = st.at("momentum_buffer");
+      d_p = o.nesterov() ? d_p + o.momentum() * buf : buf;
+    }
+    p.add_(d_p, -o.lr());
+  }
+}
+
+// ---- Adam, AdamW -----------------------------------------------------------------------------
+
+std::vector<std::pair<std::string, double>> AdamOptions::hyperparameters() const {
+  return adam_hypers(*this);
+}
+void AdamOptions::set_hyperparameter(const std::string& name, double v) {
+  set_adam_hyper(*this, "Adam", name, v);
+}
+std::vector<std::pair<std::string, double>> AdamWOptions::hyperparameters() const {
+  return adam_hypers(*this);
+}
+void AdamWOptions::set_hyperparameter(const std::string& name, double v) {
+  set_adam_hyper(*this, "AdamW", name, v);
+}
+
+Adam::Adam(const std::vector<Tensor>& params, const AdamOptions& d) : Adam(one_group(params), d) {}
+Adam::Adam(std::vector<OptimizerParamGroup> groups, const AdamOptions& d)
+    : Optimizer(std::move(groups), d.clone()) {
+  check_adam("Adam", d.lr(), d.betas(), d.eps(), d.weight_decay());
+}
+
+void Adam::step_group(OptimizerParamGroup& group) {
+  const auto& o = static_cast<const AdamOptions&>(group.options());
+  const auto [beta1, beta2] = o.betas();
+  for (Tensor& p : group.params()) {
+    if (!p.grad().defined()) continue;
+    Tensor g = grad_of(p, o.maximize());
+    ParamState& st = state(p);
+    init_adam_state(st, p, o.amsgrad());
+    const double step = bump_step(st);
+    if (o.weight_decay() != 0) g = g + o.weight_decay() * p;
+    adam_core(p, g, st, o.lr(), beta1, beta2, o.eps(), o.amsgrad(), step);
+  }
+}
+
+AdamW::AdamW(const std::vector<Tensor>& params, const AdamWOptions& d)
+    : AdamW(one_group(params), d) {}
+AdamW::AdamW(std::vector<OptimizerParamGroup> groups, const AdamWOptions& d)
+    : Optimizer(std::move(groups), d.clone()) {
+  check_adam("AdamW", d.lr(), d.betas(), d.eps(), d.weight_decay());
+}
+
+void AdamW::step_group(OptimizerParamGroup& group) {
+  const auto& o = static_cast<const AdamWOptions&>(group.options());
+  const auto [beta1, beta2] = o.betas();
+  for (Tensor& p : group.params()) {
+    if (!p.grad().defined()) continue;
+    Tensor g = grad_of(p, o.maximize());
+    ParamState& st = state(p);
+    init_adam_state(st, p, o.amsgrad());
+    const double step = bump_step(st);
+    p.mul_(1.0 - o.lr() * o.weight_decay());  // decoupled weight decay
+    adam_core(p, g, st, o.lr(), beta1, beta2, o.eps(), o.amsgrad(), step);
+  }
+}
+
+// ---- RMSprop ---------------------------------------------------------------------------------
+
+std::vector<std::pair<std::string, double>> RMSpropOptions::hyperparameters() const {
+  return {{"lr", lr_},
+          {"alpha", alpha_},
+          {"eps", eps_},
+          {"weight_decay", weight_decay_},
+          {"momentum", momentum_},
+          {"centered", centered_ ? 1.0 : 0.0},
+          {"maximize", maximize_ ? 1.0 : 0.0}};
+}
+
+void RMSpropOptions::set_hyperparameter(const std::string& name, double v) {
+  if (name == "lr")
+    lr_ = v;
+  else if (name == "alpha")
+    alpha_ = v;
+  else if (name == "eps")
+    eps_ = v;
+  else if (name == "weight_decay")
+    weight_decay_ = v;
+  else if (name == "momentum")
+    momentum_ = v;
+  else if (name == "centered")
+    centered_ = v != 0;
+  else if (name == "maximize")
+    maximize_ = v != 0;
+  else
+    unknown_hyper("RMSprop", name, "lr, alpha, eps, weight_decay, momentum, centered, maximize");
+}
+
+RMSprop::RMSprop(const std::vector<Tensor>& params, const RMSpropOptions& d)
+    : RMSprop(one_group(params), d) {}
+RMSprop::RMSprop(std::vector<OptimizerParamGroup> groups, const RMSpropOptions& d)
+    : Optimizer(std::move(groups), d.clone()) {
+  check_nonneg("RMSprop", "learning rate", d.lr());
+  check_nonneg("RMSprop", "epsilon value", d.eps());
+  check_nonneg("RMSprop", "momentum value", d.momentum());
+  check_nonneg("RMSprop", "weight_decay value", d.weight_decay());
+  check_nonneg("RMSprop", "alpha value", d.alpha());
+}
+
+void RMSprop::step_group(OptimizerParamGroup& group) {
+  const auto& o = static_cast<const RMSpropOptions&>(group.options());
+  for (Tensor& p : group.params()) {
+    if (!p.grad().defined()) continue;
+    Tensor g = grad_of(p, o.maximize());
+    ParamState& st = state(p);
+    if (st.empty()) {
+      st.insert("step", scalar_tensor(0.0, dtype(kFloat64)));
+      st.insert("square_avg", zeros_like(p));
+      if (o.momentum() > 0) st.insert("momentum_buffer", zeros_like(p));
+      if (o.centered()) st.insert("grad_avg", zeros_like(p));
+    }
+    bump_step(st);
+    if (o.weight_decay() != 0) g = g + o.weight_decay() * p;
+    Tensor& square_avg = st["square_avg"];
+    square_avg.mul_(o.alpha()).add_(g * g, 1.0 - o.alpha());
+    Tensor avg;
+    if (o.centered()) {
+      Tensor& grad_avg = st["grad_avg"];
+      grad_avg.mul_(o.alpha()).add_(g, 1.0 - o.alpha());
+      avg = sqrt(square_avg - grad_avg * grad_avg) + o.eps();
+    } else {
+      avg = sqrt(square_avg) + o.eps();
+    }
+    if (o.momentum() > 0) {
+      Tensor& buf = st["momentum_buffer"];
+      buf.mul_(o.momentum()).add_(g / avg);
+      p.add_(buf, -o.lr());
+    } else {
+      p.add_(g / avg, -o.lr());
+    }
+  }
+}
+
+}  // namespace gradlab::optim
