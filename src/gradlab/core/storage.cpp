@@ -11,10 +11,11 @@ namespace gradlab {
 namespace {
 constexpr std::align_val_t kAlign{64};
 
-// Freed blocks of at least kMinCached bytes are kept (up to kMaxCached in all) and handed out
-// again for the same size. NOTE: a fresh large block costs one page fault per 4 KiB page on its
-// first write, which made a 16M-element elementwise op ~6x slower than writing a reused buffer.
-constexpr std::size_t kMinCached = std::size_t{1} << 20;
+// Freed blocks of at least kMinCached bytes (256 KiB: one batch-1024 MLP activation is 512 KiB)
+// are kept (up to kMaxCached in all) and handed out again for the same size.
+// NOTE: a fresh large block costs one page fault per 4 KiB page on its first write, which made a
+// 16M-element elementwise op ~6x slower than writing into a reused buffer.
+constexpr std::size_t kMinCached = std::size_t{256} << 10;
 constexpr std::size_t kMaxCached = std::size_t{256} << 20;
 
 struct Pool {
