@@ -8,7 +8,7 @@ packages=(
   libxtensor-dev libxtensor-blas-dev xtl-dev libxsimd-dev
   libopenblas-dev liblapack-dev
   librapidcheck-dev libgtest-dev libgmock-dev libbenchmark-dev
-  nlohmann-json3-dev python3
+  nlohmann-json3-dev python3 python3-numpy
   zlib1g-dev clang-14 libclang-rt-14-dev
 )
 
