@@ -7,6 +7,8 @@
 #include "gradlab/autograd/grad_mode.hpp"
 #include "gradlab/autograd/graph.hpp"
 #include "gradlab/autograd/node.hpp"
+#include "gradlab/core/cuda.hpp"
+#include "gradlab/core/cuda_kernels.hpp"
 #include "gradlab/core/device.hpp"
 #include "gradlab/core/dtype.hpp"
 #include "gradlab/core/error.hpp"

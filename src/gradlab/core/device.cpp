@@ -1,5 +1,6 @@
 #include "gradlab/core/device.hpp"
 
+#include "gradlab/backend/cuda/runtime.hpp"
 #include "gradlab/core/error.hpp"
 
 namespace gradlab {
@@ -9,10 +10,6 @@ std::string Device::str() const {
   return index < 0 ? "cuda" : "cuda:" + std::to_string(index);
 }
 
-void check_device_available(const Device& d, const char* op) {
-  GRADLAB_CHECK(d.is_cpu(), DeviceError, op, "device " + d.str() + " is not available in this build",
-                "cpu", d.str(),
-                "this build of gradlab computes on the CPU only; keep tensors on kCPU");
-}
+void check_device_available(const Device& d, const char* op) { (void)cuda_rt::resolve(d, op); }
 
 }  // namespace gradlab

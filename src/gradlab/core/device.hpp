@@ -1,5 +1,5 @@
 #pragma once
-// Where a tensor's storage lives. Every tensor carries a Device; only the CPU computes in this build.
+// Where a tensor's storage lives: the CPU, or a CUDA device (see core/cuda.hpp).
 
 #include <cstdint>
 #include <string>
@@ -24,7 +24,8 @@ struct Device {
 inline constexpr DeviceType kCPU = DeviceType::CPU;
 inline constexpr DeviceType kCUDA = DeviceType::CUDA;
 
-/// Throws DeviceError unless `d` can hold tensors in this build (only the CPU can).
+/// Throws DeviceError unless `d` can hold tensors now (the CPU always; CUDA when a device, or the
+/// host emulator, is there), naming `op` and why CUDA is not available.
 void check_device_available(const Device& d, const char* op);
 
 }  // namespace gradlab

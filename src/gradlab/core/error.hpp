@@ -50,6 +50,11 @@ class AutogradError : public Error {
  public:
   using Error::Error;
 };
+/// A device allocation that does not fit (names the size asked, what gradlab holds, what is free).
+class OutOfMemoryError : public Error {
+ public:
+  using Error::Error;
+};
 /// Reading or writing files.
 class IOError : public Error {
  public:

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "gradlab/backend/cpu/cpu.hpp"
+#include "gradlab/backend/kernels.hpp"
 #include "gradlab/backend/cpu/loops.hpp"
 #include "gradlab/core/tensor_impl.hpp"
 
@@ -26,29 +27,40 @@ Tensor finish(Tensor t, const TensorOptions& o, const char* op) {
 Tensor alloc(const Shape& shape, const TensorOptions& o, const char* op) {
   check_device_available(o.device(), op);
   const ScalarType dt = o.dtype();
-  GRADLAB_CHECK(dt == kFloat32 || dt == kFloat64 || dt == kInt64 || dt == kBool, DTypeError, op,
-                "dtype " + to_string(dt) + " has no CPU kernels in this version",
-                "float32, float64, int64 or bool", to_string(dt),
-                "float16/bfloat16 are storage types for a CUDA build; use float32 on the CPU");
   for (auto s : shape)
     GRADLAB_CHECK(s >= 0, ShapeError, op, "negative size in shape", "sizes >= 0", shape_str(shape));
   return make_tensor(shape, dt, o.device());
 }
 
+// Values computed on the host land in a CPU tensor first, then move to the requested device.
+// NOTE: so randn on "cuda" draws the same numbers as on the CPU for the same seed.
+TensorOptions on_host(TensorOptions o) { return o.device(Device(kCPU)); }
+Tensor to_device(const Tensor& host, const TensorOptions& o) {
+  if (!o.device().is_cuda()) return host;
+  Tensor t = make_tensor(host.sizes(), host.dtype(), o.device());
+  kern::copy(t, host);
+  return t;
+}
+
 template <class F>
 Tensor generate(const Shape& shape, const TensorOptions& o, const char* op, F&& next) {
-  Tensor t = alloc(shape, o, op);
+  check_device_available(o.device(), op);
+  GRADLAB_CHECK(o.dtype() != kFloat16 && o.dtype() != kBFloat16, DTypeError, op,
+                "half types are storage types here", "float32, float64, int64 or bool", to_string(o.dtype()),
+                "make the tensor in float32, then convert with .to(kFloat16) / .to(kBFloat16)");
+  Tensor t = alloc(shape, on_host(o), op);
   cpu::visit_dtype(t.dtype(), op, [&]<class T>() {
     T* p = cpu::ptr<T>(t);
     for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<T>(next());
   });
-  return finish(t, o, op);
+  return finish(to_device(t, o), o, op);
 }
 
 TensorOptions like(const Tensor& t, const std::optional<TensorOptions>& o) {
   if (!o) return t.options();
   TensorOptions r = *o;
   if (!r.has_dtype()) r = r.dtype(t.dtype());
+  if (!r.has_device()) r = r.device(t.device());
   return r;
 }
 
@@ -60,7 +72,7 @@ namespace {
 Tensor filled(const Shape& shape, const Scalar& value, TensorOptions o, const char* op) {
   if (!o.has_dtype()) o = o.dtype(value.natural_dtype());
   Tensor t = alloc(shape, o, op);
-  cpu::fill(t, value);
+  kern::fill(t, value);
   return finish(t, o, op);
 }
 }  // namespace
@@ -161,24 +173,26 @@ Tensor from_values(const V& values, const Shape& shape, TensorOptions o, ScalarT
 Tensor from_vector(const std::vector<double>& v, const Shape& s, TensorOptions o) {
   if (!o.has_dtype()) o = o.dtype(default_dtype());
   if (o.dtype() == kFloat64) {  // exact: no trip through float
-    Tensor t = alloc(s, o, "from_vector");
+    check_device_available(o.device(), "from_vector");
+    Tensor t = alloc(s, on_host(o), "from_vector");
     GRADLAB_CHECK(static_cast<int64_t>(v.size()) == numel_of(s), ShapeError, "from_vector",
                   "number of values does not match the shape",
                   std::to_string(numel_of(s)) + " values for shape " + shape_str(s), std::to_string(v.size()) + " values");
     std::copy(v.begin(), v.end(), cpu::ptr<double>(t));
-    return finish(t, o, "from_vector");
+    return finish(to_device(t, o), o, "from_vector");
   }
   return from_values(v, s, o, default_dtype());
 }
 Tensor from_vector(const std::vector<int64_t>& v, const Shape& s, TensorOptions o) {
   if (!o.has_dtype() || o.dtype() == kInt64) {  // exact for large integers
     o = o.dtype(kInt64);
-    Tensor t = alloc(s, o, "from_vector");
+    check_device_available(o.device(), "from_vector");
+    Tensor t = alloc(s, on_host(o), "from_vector");
     GRADLAB_CHECK(static_cast<int64_t>(v.size()) == numel_of(s), ShapeError, "from_vector",
                   "number of values does not match the shape",
                   std::to_string(numel_of(s)) + " values for shape " + shape_str(s), std::to_string(v.size()) + " values");
     std::copy(v.begin(), v.end(), cpu::ptr<int64_t>(t));
-    return t;
+    return to_device(t, o);
   }
   return from_values(v, s, o, kInt64);
 }

@@ -23,12 +23,14 @@ class TensorOptions {
 
   ScalarType dtype() const { return dtype_.value_or(default_dtype()); }
   bool has_dtype() const { return dtype_.has_value(); }
-  Device device() const { return device_; }
+  Device device() const { return device_.value_or(Device()); }
+  /// False when no device was given (the *_like factories then keep the source's device).
+  bool has_device() const { return device_.has_value(); }
   bool requires_grad() const { return requires_grad_; }
 
  private:
   std::optional<ScalarType> dtype_;
-  Device device_{};
+  std::optional<Device> device_;
   bool requires_grad_ = false;
 };
 

@@ -6,6 +6,8 @@
 #include <new>
 #include <string>
 
+#include "gradlab/backend/cuda/runtime.hpp"
+
 namespace gradlab {
 
 namespace {
@@ -89,7 +91,11 @@ void empty_cache() {
 }  // namespace memory
 
 Storage::Storage(std::size_t nbytes, Device device) : nbytes_(nbytes), device_(device) {
-  check_device_available(device, "Storage");
+  if (device.is_cuda()) {
+    device_ = cuda_rt::resolve(device, "Storage");
+    if (nbytes > 0) data_ = cuda_rt::alloc(nbytes, "Storage");
+    return;
+  }
   if (nbytes == 0) return;
   data_ = take(nbytes);
   if (data_) return;
@@ -111,7 +117,9 @@ Storage::Storage(std::size_t nbytes, Device device) : nbytes_(nbytes), device_(d
 }
 
 Storage::~Storage() {
-  if (data_) give_back(data_, nbytes_);
+  if (!data_) return;
+  if (device_.is_cuda()) cuda_rt::free(data_);
+  else give_back(data_, nbytes_);
 }
 
 }  // namespace gradlab

@@ -10,6 +10,7 @@
 #include "gradlab/autograd/grad_mode.hpp"
 #include "gradlab/autograd/node.hpp"
 #include "gradlab/backend/cpu/cpu.hpp"
+#include "gradlab/backend/kernels.hpp"
 #include "gradlab/core/tensor_impl.hpp"
 
 namespace gradlab {
@@ -90,10 +91,20 @@ template const double* Tensor::data_ptr<const double>() const;
 template const int64_t* Tensor::data_ptr<const int64_t>() const;
 template const bool* Tensor::data_ptr<const bool>() const;
 
+namespace {
+// The same values in a CPU tensor (a copy from the device for CUDA tensors).
+Tensor host_copy(const Tensor& t) {
+  if (!t.is_cuda()) return t;
+  Tensor h = make_tensor(t.sizes(), t.dtype(), Device(kCPU));
+  kern::copy(h, t);
+  return h;
+}
+}  // namespace
+
 template <class T>
 std::vector<T> Tensor::to_vector() const {
   check_defined("to_vector");
-  Tensor c = cpu::cast(*this, dtype_of<T>());
+  Tensor c = kern::cast(host_copy(*this), dtype_of<T>());
   const T* p = reinterpret_cast<const T*>(c.impl()->data());
   return std::vector<T>(p, p + c.numel());
 }
@@ -316,6 +327,7 @@ std::string Tensor::str() const {
   } else {
     print_rec(os, v, sizes(), 0, 0, contiguous_strides(sizes()), f, 7, numel() > 1000);
   }
+  if (is_cuda()) os << ", device='" << device().str() << "'";
   if (dtype() != kFloat32 && dtype() != kInt64 && dtype() != kBool) os << ", dtype=" << to_string(dtype());
   else if (numel() == 0 && dtype() != kFloat32) os << ", dtype=" << to_string(dtype());
   if (auto fn = grad_fn()) os << ", grad_fn=<" << fn->name() << ">";

@@ -143,7 +143,12 @@ class Tensor {
   Tensor contiguous(Site site = {}) const;
   Tensor clone(Site site = {}) const;
   Tensor to(ScalarType dtype, Site site = {}) const;
+  /// A copy on `device` (this tensor when already there); autograd carries gradients back.
   Tensor to(Device device, Site site = {}) const;
+  /// to(Device(kCUDA)): throws DeviceError saying why when no GPU is available.
+  Tensor cuda(Site site = {}) const;
+  /// to(Device(kCPU)).
+  Tensor cpu(Site site = {}) const;
 
   // ---- math (each also a free function in ops/ops.hpp) -----------------------------------
   Tensor add(const Tensor& o, Site site = {}) const;

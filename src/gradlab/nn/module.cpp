@@ -11,6 +11,8 @@
 #include "gradlab/autograd/grad_mode.hpp"
 #include "gradlab/autograd/node.hpp"
 #include "gradlab/backend/cpu/cpu.hpp"
+#include "gradlab/backend/kernels.hpp"
+#include "gradlab/backend/cuda/runtime.hpp"
 #include "gradlab/core/tensor_impl.hpp"
 #include "gradlab/io/module_state.hpp"
 
@@ -201,7 +203,7 @@ void Module::to(ScalarType dtype) {
   auto convert = [&](Tensor& t) {
     if (!t.defined() || !t.is_floating_point() || t.dtype() == dtype) return;
     if (!done.insert(t.impl()).second) return;
-    Tensor c = cpu::cast(t, dtype);
+    Tensor c = kern::cast(t, dtype);
     TensorImpl* impl = t.impl();
     impl->storage = c.impl()->storage;
     impl->offset = 0;
@@ -209,19 +211,34 @@ void Module::to(ScalarType dtype) {
     impl->dtype = dtype;
     impl->view_base = nullptr;
     impl->autograd.grad_accumulator.reset();
-    if (impl->autograd.grad.defined()) impl->autograd.grad = cpu::cast(impl->autograd.grad, dtype);
+    if (impl->autograd.grad.defined()) impl->autograd.grad = kern::cast(impl->autograd.grad, dtype);
   };
   for_each_tensor(convert);
 }
 
 void Module::to(Device device) {
-  for_each_tensor([&](Tensor& t) {
-    if (t.defined() && t.device() != device) {
-      throw DeviceError(error_message("Module::to",
-                                      "moving module tensors between devices is not supported yet",
-                                      t.device().str(), device.str()));
+  device = cuda_rt::resolve(device, "Module::to");  // "cuda" -> cuda:0; throws without a GPU
+  std::unordered_set<TensorImpl*> done;
+  // As to(dtype): each TensorImpl gets storage on `device`, so Parameter handles held elsewhere
+  // (an optimizer built before the move) see the moved tensor. Gradients move with them.
+  auto move = [&](Tensor& t) {
+    if (!t.defined() || t.device() == device) return;
+    if (!done.insert(t.impl()).second) return;
+    Tensor c = make_tensor(t.sizes(), t.dtype(), device);
+    kern::copy(c, t);
+    TensorImpl* impl = t.impl();
+    impl->storage = c.impl()->storage;
+    impl->offset = 0;
+    impl->strides = contiguous_strides(impl->sizes);
+    impl->view_base = nullptr;
+    impl->autograd.grad_accumulator.reset();
+    if (impl->autograd.grad.defined()) {
+      Tensor g = make_tensor(impl->autograd.grad.sizes(), impl->autograd.grad.dtype(), device);
+      kern::copy(g, impl->autograd.grad);
+      impl->autograd.grad = g;
     }
-  });
+  };
+  for_each_tensor(move);
 }
 
 int64_t Module::num_parameters(bool trainable_only) const {

@@ -100,7 +100,8 @@ class Module : public std::enable_shared_from_this<Module> {
   /// Converts every floating-point parameter and buffer (and its gradient) to `dtype`, in place:
   /// the tensors keep their identity, so optimizers built afterwards see the new data.
   void to(ScalarType dtype);
-  /// Moves parameters and buffers to `device` (CPU only today).
+  /// Moves every parameter and buffer (and its gradient) to `device`, in place, like to(dtype).
+  /// Build the optimizer after the move, or it keeps state made for the old device.
   void to(Device device);
   /// Number of parameter elements (only trainable ones when asked).
   int64_t num_parameters(bool trainable_only = false) const;

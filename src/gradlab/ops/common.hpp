@@ -5,7 +5,7 @@
 
 #include "gradlab/autograd/grad_mode.hpp"
 #include "gradlab/autograd/node.hpp"
-#include "gradlab/backend/cpu/cpu.hpp"
+#include "gradlab/backend/kernels.hpp"
 #include "gradlab/core/tensor_impl.hpp"
 #include "gradlab/ops/op.hpp"
 #include "gradlab/ops/ops.hpp"

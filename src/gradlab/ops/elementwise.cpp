@@ -54,8 +54,8 @@ std::pair<Tensor, Tensor> prepare_binary(const char* op, const Tensor& a, const 
 }  // namespace ops_detail
 
 using namespace ops_detail;
-using cpu::Binary;
-using cpu::Unary;
+using kern::Binary;
+using kern::Unary;
 
 namespace {
 
@@ -67,14 +67,14 @@ Tensor scalar_like(const Scalar& s, const Tensor& t, const char* op) { return wr
 // c = a + b          da = dc, db = dc
 struct Add : Op<Add> {
   static constexpr const char* kName = "AddBackward0";
-  Tensor forward(const Tensor& a, const Tensor& b) { return cpu::binary(Binary::Add, a, b); }
+  Tensor forward(const Tensor& a, const Tensor& b) { return kern::binary(Binary::Add, a, b); }
   GradList backward(const GradList& g) { return {g[0], g[0]}; }
 };
 
 // c = a - b          da = dc, db = -dc
 struct Sub : Op<Sub> {
   static constexpr const char* kName = "SubBackward0";
-  Tensor forward(const Tensor& a, const Tensor& b) { return cpu::binary(Binary::Sub, a, b); }
+  Tensor forward(const Tensor& a, const Tensor& b) { return kern::binary(Binary::Sub, a, b); }
   GradList backward(const GradList& g) {
     return {g[0], needs_input_grad(1) ? -g[0] : Tensor()};
   }
@@ -87,7 +87,7 @@ struct Mul : Op<Mul> {
   Tensor forward(const Tensor& a, const Tensor& b) {
     if (b.requires_grad()) save(a_, a);
     if (a.requires_grad()) save(b_, b);
-    return cpu::binary(Binary::Mul, a, b);
+    return kern::binary(Binary::Mul, a, b);
   }
   GradList backward(const GradList& g) {
     return {needs_input_grad(0) ? g[0] * b_.unpack() : Tensor(),
@@ -102,7 +102,7 @@ struct Div : Op<Div> {
   Tensor forward(const Tensor& a, const Tensor& b) {
     save(b_, b);
     if (b.requires_grad()) save(a_, a);
-    return cpu::binary(Binary::Div, a, b);
+    return kern::binary(Binary::Div, a, b);
   }
   GradList backward(const GradList& g) {
     Tensor b = b_.unpack();
@@ -116,7 +116,7 @@ struct Pow : Op<Pow> {
   static constexpr const char* kName = "PowBackward1";
   SavedTensor a_, b_, c_;
   Tensor forward(const Tensor& a, const Tensor& b) {
-    Tensor c = cpu::binary(Binary::Pow, a, b);
+    Tensor c = kern::binary(Binary::Pow, a, b);
     save(a_, a);
     save(b_, b);
     if (b.requires_grad()) save(c_, c, kOutput);
@@ -141,7 +141,7 @@ struct Maximum : Op<Maximum> {
   Tensor forward(const Tensor& a, const Tensor& b) {
     save(a_, a);
     save(b_, b);
-    return cpu::binary(Binary::Maximum, a, b);
+    return kern::binary(Binary::Maximum, a, b);
   }
   GradList backward(const GradList& g) {
     Tensor a = a_.unpack(), b = b_.unpack();
@@ -157,7 +157,7 @@ struct Minimum : Op<Minimum> {
   Tensor forward(const Tensor& a, const Tensor& b) {
     save(a_, a);
     save(b_, b);
-    return cpu::binary(Binary::Minimum, a, b);
+    return kern::binary(Binary::Minimum, a, b);
   }
   GradList backward(const GradList& g) {
     Tensor a = a_.unpack(), b = b_.unpack();
@@ -172,7 +172,7 @@ struct Where : Op<Where> {
   SavedTensor cond_;
   Tensor forward(const Tensor& cond, const Tensor& a, const Tensor& b) {
     save(cond_, cond);
-    return cpu::where(cond, a, b);
+    return kern::where(cond, a, b);
   }
   GradList backward(const GradList& g) {
     Tensor c = cond_.unpack();
@@ -187,7 +187,7 @@ struct Where : Op<Where> {
 // y = -x             dx = -dy
 struct Neg : Op<Neg> {
   static constexpr const char* kName = "NegBackward0";
-  Tensor forward(const Tensor& x) { return cpu::unary(Unary::Neg, x); }
+  Tensor forward(const Tensor& x) { return kern::unary(Unary::Neg, x); }
   GradList backward(const GradList& g) { return {-g[0]}; }
 };
 
@@ -196,7 +196,7 @@ struct Exp : Op<Exp> {
   static constexpr const char* kName = "ExpBackward0";
   SavedTensor y_;
   Tensor forward(const Tensor& x) {
-    Tensor y = cpu::unary(Unary::Exp, x);
+    Tensor y = kern::unary(Unary::Exp, x);
     save(y_, y, kOutput);
     return y;
   }
@@ -209,7 +209,7 @@ struct Log : Op<Log> {
   SavedTensor x_;
   Tensor forward(const Tensor& x) {
     save(x_, x);
-    return cpu::unary(Unary::Log, x);
+    return kern::unary(Unary::Log, x);
   }
   GradList backward(const GradList& g) { return {g[0] / x_.unpack()}; }
 };
@@ -219,7 +219,7 @@ struct Sqrt : Op<Sqrt> {
   static constexpr const char* kName = "SqrtBackward0";
   SavedTensor y_;
   Tensor forward(const Tensor& x) {
-    Tensor y = cpu::unary(Unary::Sqrt, x);
+    Tensor y = kern::unary(Unary::Sqrt, x);
     save(y_, y, kOutput);
     return y;
   }
@@ -232,7 +232,7 @@ struct Abs : Op<Abs> {
   SavedTensor x_;
   Tensor forward(const Tensor& x) {
     save(x_, x);
-    return cpu::unary(Unary::Abs, x);
+    return kern::unary(Unary::Abs, x);
   }
   GradList backward(const GradList& g) { return {g[0] * sign(x_.unpack())}; }
 };
@@ -243,7 +243,7 @@ struct Sin : Op<Sin> {
   SavedTensor x_;
   Tensor forward(const Tensor& x) {
     save(x_, x);
-    return cpu::unary(Unary::Sin, x);
+    return kern::unary(Unary::Sin, x);
   }
   GradList backward(const GradList& g) { return {g[0] * cos(x_.unpack())}; }
 };
@@ -254,7 +254,7 @@ struct Cos : Op<Cos> {
   SavedTensor x_;
   Tensor forward(const Tensor& x) {
     save(x_, x);
-    return cpu::unary(Unary::Cos, x);
+    return kern::unary(Unary::Cos, x);
   }
   GradList backward(const GradList& g) { return {-g[0] * sin(x_.unpack())}; }
 };
@@ -264,7 +264,7 @@ struct Tanh : Op<Tanh> {
   static constexpr const char* kName = "TanhBackward0";
   SavedTensor y_;
   Tensor forward(const Tensor& x) {
-    Tensor y = cpu::unary(Unary::Tanh, x);
+    Tensor y = kern::unary(Unary::Tanh, x);
     save(y_, y, kOutput);
     return y;
   }
@@ -279,7 +279,7 @@ struct Sigmoid : Op<Sigmoid> {
   static constexpr const char* kName = "SigmoidBackward0";
   SavedTensor y_;
   Tensor forward(const Tensor& x) {
-    Tensor y = cpu::unary(Unary::Sigmoid, x);
+    Tensor y = kern::unary(Unary::Sigmoid, x);
     save(y_, y, kOutput);
     return y;
   }
@@ -295,7 +295,7 @@ struct Erf : Op<Erf> {
   SavedTensor x_;
   Tensor forward(const Tensor& x) {
     save(x_, x);
-    return cpu::unary(Unary::Erf, x);
+    return kern::unary(Unary::Erf, x);
   }
   GradList backward(const GradList& g) {
     Tensor x = x_.unpack();
@@ -308,7 +308,7 @@ struct Relu : Op<Relu> {
   static constexpr const char* kName = "ReluBackward0";
   SavedTensor y_;
   Tensor forward(const Tensor& x) {
-    Tensor y = cpu::unary(Unary::Relu, x);
+    Tensor y = kern::unary(Unary::Relu, x);
     save(y_, y, kOutput);
     return y;
   }
@@ -323,7 +323,7 @@ struct LeakyRelu : Op<LeakyRelu> {
   Tensor forward(const Tensor& x, double s) {
     slope = s;
     save(x_, x);
-    return cpu::unary(Unary::LeakyRelu, x, s);
+    return kern::unary(Unary::LeakyRelu, x, s);
   }
   GradList backward(const GradList& g) { return {where(gt(x_.unpack(), 0.0), g[0], g[0] * slope)}; }
 };
@@ -337,7 +337,7 @@ struct Clamp : Op<Clamp> {
     lo = l;
     hi = h;
     save(x_, x);
-    return cpu::unary(Unary::Clamp, x, l, h);
+    return kern::unary(Unary::Clamp, x, l, h);
   }
   GradList backward(const GradList& g) {
     Tensor x = x_.unpack();
@@ -353,7 +353,7 @@ struct PowScalar : Op<PowScalar> {
   Tensor forward(const Tensor& x, double exponent) {
     p = exponent;
     save(x_, x);
-    return cpu::unary(Unary::PowScalar, x, exponent);
+    return kern::unary(Unary::PowScalar, x, exponent);
   }
   GradList backward(const GradList& g) {
     if (p == 0) return {zeros_like(g[0])};
@@ -373,7 +373,7 @@ Tensor compare(Binary op, const char* name, const Tensor& a, const Tensor& b) {
   check_defined(name, b, "b");
   AutoGradMode off(false);
   auto [x, y] = prepare_binary(name, a, b, Site::unknown());
-  return cpu::binary(op, x, y);
+  return kern::binary(op, x, y);
 }
 
 }  // namespace
@@ -405,12 +405,12 @@ Tensor div(const Tensor& a, const Tensor& b, Site site) {
 }
 Tensor div(const Tensor& a, const Scalar& b, Site site) {
   check_defined("div", a);
-  Tensor s = scalar_tensor(b, TensorOptions().dtype(is_floating_point(a.dtype()) ? a.dtype() : default_dtype()));
+  Tensor s = scalar_tensor(b, TensorOptions().dtype(is_floating_point(a.dtype()) ? a.dtype() : default_dtype()).device(a.device()));
   return div(a, s, site);
 }
 Tensor rdiv(const Tensor& a, const Scalar& b, Site site) {
   check_defined("rdiv", a);
-  Tensor s = scalar_tensor(b, TensorOptions().dtype(is_floating_point(a.dtype()) ? a.dtype() : default_dtype()));
+  Tensor s = scalar_tensor(b, TensorOptions().dtype(is_floating_point(a.dtype()) ? a.dtype() : default_dtype()).device(a.device()));
   return div(s, a, site);
 }
 Tensor neg(const Tensor& x, Site site) {
@@ -434,7 +434,7 @@ Tensor log(const Tensor& x, Site site) { return float_unary<Log>("log", x, site)
 Tensor sqrt(const Tensor& x, Site site) { return float_unary<Sqrt>("sqrt", x, site); }
 Tensor abs(const Tensor& x, Site site) {
   check_defined("abs", x);
-  if (!x.is_floating_point()) return cpu::unary(Unary::Abs, x);
+  if (!x.is_floating_point()) return kern::unary(Unary::Abs, x);
   return record<Abs>(site, x);
 }
 Tensor sin(const Tensor& x, Site site) { return float_unary<Sin>("sin", x, site); }
@@ -450,14 +450,14 @@ Tensor gelu(const Tensor& x, Site site) {
 }
 Tensor sign(const Tensor& x) {
   check_defined("sign", x);
-  return cpu::unary(Unary::Sign, x);
+  return kern::unary(Unary::Sign, x);
 }
 Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max, Site site) {
   check_defined("clamp", x);
   GRADLAB_CHECK(min || max, ValueError, "clamp", "at least one of min and max must be given",
                 "min or max", "neither");
   const double lo = min ? min->to_double() : -INFINITY, hi = max ? max->to_double() : INFINITY;
-  if (!x.is_floating_point()) return cpu::unary(Unary::Clamp, x, lo, hi);
+  if (!x.is_floating_point()) return kern::unary(Unary::Clamp, x, lo, hi);
   return record<Clamp>(site, x, lo, hi);
 }
 Tensor maximum(const Tensor& a, const Tensor& b, Site site) {
@@ -473,6 +473,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, Site site) {
   GRADLAB_CHECK(cond.dtype() == kBool, DTypeError, "where", "condition must be a bool tensor", "bool",
                 to_string(cond.dtype()), "build it with a comparison, e.g. x > 0");
   auto [x, y] = prepare_binary("where", a, b, site);
+  check_same_device("where", cond, x);
   const Shape shape = broadcast_shapes(cond.sizes(), x.sizes(), "where");
   Tensor c = cond.sizes() == shape ? cond : cond.expand(shape);
   if (x.sizes() != shape) {
@@ -518,11 +519,11 @@ Tensor logical_or(const Tensor& a, const Tensor& b) {
 }
 Tensor logical_not(const Tensor& a) {
   check_defined("logical_not", a);
-  return cpu::unary(Unary::LogicalNot, a.to(kBool));
+  return kern::unary(Unary::LogicalNot, a.to(kBool));
 }
 Tensor isfinite(const Tensor& x) {
   check_defined("isfinite", x);
-  return cpu::unary(Unary::IsFinite, x);
+  return kern::unary(Unary::IsFinite, x);
 }
 Tensor isnan(const Tensor& x) { return ne(x, x); }
 

@@ -17,7 +17,7 @@ struct IndexSelect : Op<IndexSelect> {
     in_shape = x.sizes();
     dim = d;
     save(index_, index);
-    return cpu::index_select(x, d, index);
+    return kern::index_select(x, d, index);
   }
   GradList backward(const GradList& g) {
     return {index_add(zeros(in_shape, g[0].options()), dim, index_.unpack(), g[0]), Tensor()};
@@ -32,7 +32,7 @@ struct IndexAdd : Op<IndexAdd> {
   Tensor forward(const Tensor& self, int64_t d, const Tensor& index, const Tensor& src) {
     dim = d;
     save(index_, index);
-    return cpu::index_add(self, d, index, src);
+    return kern::index_add(self, d, index, src);
   }
   GradList backward(const GradList& g) {
     return {g[0], Tensor(), needs_input_grad(2) ? index_select(g[0], dim, index_.unpack()) : Tensor()};
@@ -49,7 +49,7 @@ struct Gather : Op<Gather> {
     in_shape = x.sizes();
     dim = d;
     save(index_, index);
-    return cpu::gather(x, d, index);
+    return kern::gather(x, d, index);
   }
   GradList backward(const GradList& g) {
     return {scatter_add(zeros(in_shape, g[0].options()), dim, index_.unpack(), g[0]), Tensor()};
@@ -64,17 +64,23 @@ struct ScatterAdd : Op<ScatterAdd> {
   Tensor forward(const Tensor& self, int64_t d, const Tensor& index, const Tensor& src) {
     dim = d;
     save(index_, index);
-    return cpu::scatter_add(self, d, index, src);
+    return kern::scatter_add(self, d, index, src);
   }
   GradList backward(const GradList& g) {
     return {g[0], Tensor(), needs_input_grad(2) ? gather(g[0], dim, index_.unpack()) : Tensor()};
   }
 };
 
-void check_index_tensor(const char* op, const Tensor& index) {
+// index: int64, on x's device (a kernel reads it where x lives); a 0-d x takes one index only.
+void check_index_tensor(const char* op, const Tensor& index, const Tensor& x) {
   check_defined(op, index, "index");
   GRADLAB_CHECK(index.dtype() == kInt64, DTypeError, op, "index must be an int64 tensor", "int64",
                 to_string(index.dtype()), "convert with .to(kInt64)");
+  check_same_device(op, x, index);
+}
+void check_scalar_index(const char* op, const Tensor& x, const Tensor& index) {
+  GRADLAB_CHECK(x.dim() > 0 || index.numel() <= 1, ShapeError, op, "index to a 0-d tensor can have only one value",
+                "at most 1 index", std::to_string(index.numel()) + " indices");
 }
 
 // gather/scatter: index has x's rank and fits inside x (src) in every dim but `dim`.
@@ -87,36 +93,38 @@ void check_gather_shapes(const char* op, const Tensor& x, int64_t d, const Tenso
                     "size of index does not fit the input at dimension " + std::to_string(k),
                     "index.size(" + std::to_string(k) + ") <= " + std::to_string(x.size(k)),
                     shape_str(index.sizes()) + " for input " + shape_str(x.sizes()));
-  cpu::check_indices(index, x.dim() == 0 ? 1 : x.size(d), op);
+  kern::check_indices(index, x.dim() == 0 ? 1 : x.size(d), op);
 }
 
 }  // namespace
 
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index, Site site) {
   check_defined("index_select", x);
-  check_index_tensor("index_select", index);
+  check_index_tensor("index_select", index, x);
+  check_scalar_index("index_select", x, index);
   GRADLAB_CHECK(index.dim() <= 1, ShapeError, "index_select", "index must be 0-D or 1-D", "a 1-D index",
                 shape_str(index.sizes()));
   const int64_t d = x.dim() == 0 ? 0 : wrap_dim(dim, x.dim(), "index_select");
-  cpu::check_indices(index, x.dim() == 0 ? 1 : x.size(d), "index_select");
+  kern::check_indices(index, x.dim() == 0 ? 1 : x.size(d), "index_select");
   return record<IndexSelect>(site, x, d, index.reshape({-1}));
 }
 Tensor index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, Site site) {
   check_defined("index_add", self);
   check_defined("index_add", src, "source");
-  check_index_tensor("index_add", index);
+  check_index_tensor("index_add", index, self);
+  check_scalar_index("index_add", self, index);
   const int64_t d = wrap_dim(dim, self.dim(), "index_add");
   Shape want = self.sizes();
   if (!want.empty()) want[d] = index.numel();
   GRADLAB_CHECK(src.sizes() == want, ShapeError, "index_add", "source has the wrong shape", shape_str(want),
                 shape_str(src.sizes()));
-  cpu::check_indices(index, self.dim() == 0 ? 1 : self.size(d), "index_add");
+  kern::check_indices(index, self.dim() == 0 ? 1 : self.size(d), "index_add");
   check_same_device("index_add", self, src);
   return record<IndexAdd>(site, self, d, index.reshape({-1}), cast_to(src, self.dtype(), site));
 }
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index, Site site) {
   check_defined("gather", x);
-  check_index_tensor("gather", index);
+  check_index_tensor("gather", index, x);
   const int64_t d = x.dim() == 0 ? 0 : wrap_dim(dim, x.dim(), "gather");
   check_gather_shapes("gather", x, d, index);
   return record<Gather>(site, x, d, index);
@@ -124,7 +132,8 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index, Site site) {
 Tensor scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, Site site) {
   check_defined("scatter_add", self);
   check_defined("scatter_add", src, "src");
-  check_index_tensor("scatter_add", index);
+  check_index_tensor("scatter_add", index, self);
+  check_same_device("scatter_add", self, src);
   const int64_t d = self.dim() == 0 ? 0 : wrap_dim(dim, self.dim(), "scatter_add");
   check_gather_shapes("scatter_add", self, d, index);
   GRADLAB_CHECK(src.dim() == index.dim(), ShapeError, "scatter_add", "src must have the index's rank",
@@ -140,7 +149,7 @@ Tensor scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const T
 }
 Tensor embedding(const Tensor& weight, const Tensor& indices, Site site) {
   check_defined("embedding", weight, "weight");
-  check_index_tensor("embedding", indices);
+  check_index_tensor("embedding", indices, weight);
   GRADLAB_CHECK(weight.dim() == 2, ShapeError, "embedding", "weight must be 2-D", "[num_embeddings, dim]",
                 shape_str(weight.sizes()));
   Shape out = indices.sizes();

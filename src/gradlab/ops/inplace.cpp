@@ -55,7 +55,7 @@ Tensor& apply_inplace(Tensor& self, const char* op, const Site& site, const std:
   Tensor old = clone(self, site);
   Tensor result = functional(old);
   {
-    cpu::copy(self, result.dtype() == self.dtype() ? result : cpu::cast(result, self.dtype()));
+    kern::copy(self, result.dtype() == self.dtype() ? result : kern::cast(result, self.dtype()));
   }
   self.impl()->storage->bump_version(site);
   auto& meta = self.impl()->autograd;
@@ -89,15 +89,15 @@ void check_inplace_shape(const char* op, const Tensor& self, const Tensor& other
                 to_string(self.dtype()), to_string(other.dtype()));
 }
 
-Tensor& binary_inplace(Tensor& self, const char* op, cpu::Binary kind, const Tensor& other, const Site& site,
+Tensor& binary_inplace(Tensor& self, const char* op, kern::Binary kind, const Tensor& other, const Site& site,
                        Tensor (*fn)(const Tensor&, const Tensor&, Site)) {
   check_defined(op, self);
   check_inplace_shape(op, self, other);
   return apply_inplace(
       self, op, site, {&other},
       [&] {
-        Tensor b = other.dtype() == self.dtype() ? other : cpu::cast(other, self.dtype());
-        cpu::binary_(kind, self, b.sizes() == self.sizes() ? b : make_view(b, self.sizes(), [&] {
+        Tensor b = other.dtype() == self.dtype() ? other : kern::cast(other, self.dtype());
+        kern::binary_(kind, self, b.sizes() == self.sizes() ? b : make_view(b, self.sizes(), [&] {
           // broadcast strides without recording an op
           Strides st(self.dim(), 0);
           const int64_t lead = self.dim() - b.dim();
@@ -111,28 +111,28 @@ Tensor& binary_inplace(Tensor& self, const char* op, cpu::Binary kind, const Ten
 }  // namespace
 
 Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha, Site site) {
-  if (alpha.to_double() == 1.0) return binary_inplace(*this, "add_", cpu::Binary::Add, o, site, &gradlab::add);
+  if (alpha.to_double() == 1.0) return binary_inplace(*this, "add_", kern::Binary::Add, o, site, &gradlab::add);
   Tensor scaled = gradlab::mul(o, alpha, site);
-  return binary_inplace(*this, "add_", cpu::Binary::Add, scaled, site, &gradlab::add);
+  return binary_inplace(*this, "add_", kern::Binary::Add, scaled, site, &gradlab::add);
 }
 Tensor& Tensor::add_(const Scalar& o, Site site) { return add_(value_like(*this, o), 1, site); }
 Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha, Site site) {
-  if (alpha.to_double() == 1.0) return binary_inplace(*this, "sub_", cpu::Binary::Sub, o, site, &gradlab::sub);
+  if (alpha.to_double() == 1.0) return binary_inplace(*this, "sub_", kern::Binary::Sub, o, site, &gradlab::sub);
   Tensor scaled = gradlab::mul(o, alpha, site);
-  return binary_inplace(*this, "sub_", cpu::Binary::Sub, scaled, site, &gradlab::sub);
+  return binary_inplace(*this, "sub_", kern::Binary::Sub, scaled, site, &gradlab::sub);
 }
 Tensor& Tensor::sub_(const Scalar& o, Site site) { return sub_(value_like(*this, o), 1, site); }
-Tensor& Tensor::mul_(const Tensor& o, Site site) { return binary_inplace(*this, "mul_", cpu::Binary::Mul, o, site, &gradlab::mul); }
+Tensor& Tensor::mul_(const Tensor& o, Site site) { return binary_inplace(*this, "mul_", kern::Binary::Mul, o, site, &gradlab::mul); }
 Tensor& Tensor::mul_(const Scalar& o, Site site) { return mul_(value_like(*this, o), site); }
 Tensor& Tensor::div_(const Tensor& o, Site site) {
   GRADLAB_CHECK(is_floating_point(), DTypeError, "div_", "true division of an integer tensor in place",
                 "a floating point tensor", to_string(dtype()), "use out-of-place div (it gives float32)");
-  return binary_inplace(*this, "div_", cpu::Binary::Div, o, site, &gradlab::div);
+  return binary_inplace(*this, "div_", kern::Binary::Div, o, site, &gradlab::div);
 }
 Tensor& Tensor::div_(const Scalar& o, Site site) { return div_(value_like(*this, o), site); }
 
 Tensor& Tensor::fill_(const Scalar& v, Site site) {
-  return apply_inplace(*this, "fill_", site, {}, [&] { cpu::fill(*this, v); },
+  return apply_inplace(*this, "fill_", site, {}, [&] { kern::fill(*this, v); },
                        // full_like alone would turn a non-leaf into a leaf without grad
                        [&](const Tensor& old) { return overwrite(old, full_like(old, v), site); });
 }
@@ -141,7 +141,8 @@ Tensor& Tensor::zero_(Site site) { return fill_(0, site); }
 Tensor& Tensor::copy_(const Tensor& src, Site site) {
   ops_detail::check_defined("copy_", *this);
   ops_detail::check_defined("copy_", src, "src");
-  ops_detail::check_same_device("copy_", *this, src);
+  // NOTE: src may be on another device (as in PyTorch): that is how a CPU state_dict loads into
+  // a CUDA model. kern::copy moves the elements; autograd sees src.to(device).
   Shape s = broadcast_shapes(sizes(), src.sizes(), "copy_");
   GRADLAB_CHECK(s == sizes(), ShapeError, "copy_", "src must broadcast to the destination's shape",
                 shape_str(sizes()), shape_str(src.sizes()));
@@ -154,22 +155,22 @@ Tensor& Tensor::copy_(const Tensor& src, Site site) {
           b = src.expand(sizes());
         }
         // src may overlap self (x.copy_(x.t())): go through a temporary then.
-        if (b.is_same_storage(*this)) b = cpu::contiguous(b.clone());
-        cpu::copy(*this, b);
+        if (b.is_same_storage(*this)) b = kern::contiguous(b.clone());
+        kern::copy(*this, b);
       },
-      [&](const Tensor& old) { return overwrite(old, src.to(dtype(), site), site); });
+      [&](const Tensor& old) { return overwrite(old, src.to(device(), site).to(dtype(), site), site); });
 }
 
 Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max, Site site) {
   return apply_inplace(*this, "clamp_", site, {},
-                       [&] { cpu::copy(*this, gradlab::clamp(this->detach(), min, max)); },
+                       [&] { kern::copy(*this, gradlab::clamp(this->detach(), min, max)); },
                        [&](const Tensor& old) { return gradlab::clamp(old, min, max, site); });
 }
 
 Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value, Site site) {
   ops_detail::check_defined("masked_fill_", mask, "mask");
   return apply_inplace(*this, "masked_fill_", site, {},
-                       [&] { cpu::copy(*this, gradlab::masked_fill(this->detach(), mask, value)); },
+                       [&] { kern::copy(*this, gradlab::masked_fill(this->detach(), mask, value)); },
                        [&](const Tensor& old) { return gradlab::masked_fill(old, mask, value, site); });
 }
 
@@ -181,27 +182,27 @@ Tensor& Tensor::index_put_(const Tensor& index, const Tensor& values, Site site)
     GRADLAB_CHECK(index.sizes() == sizes(), ShapeError, "index_put_", "a bool mask must have the tensor's shape",
                   shape_str(sizes()), shape_str(index.sizes()));
     return apply_inplace(*this, "index_put_", site, {&values},
-                         [&] { cpu::copy(*this, gradlab::where(index, values.detach(), this->detach())); },
+                         [&] { kern::copy(*this, gradlab::where(index, values.detach(), this->detach())); },
                          [&](const Tensor& old) { return gradlab::where(index, values, old, site); });
   }
   GRADLAB_CHECK(index.dtype() == kInt64 && index.dim() == 1, ShapeError, "index_put_",
                 "index must be a bool mask or a 1-D int64 list of rows", "bool mask or int64 [K]",
                 index.describe());
   GRADLAB_CHECK(dim() >= 1, ShapeError, "index_put_", "cannot index rows of a 0-d tensor", "rank >= 1", "shape []");
-  cpu::check_indices(index, size(0), "index_put_");
+  kern::check_indices(index, size(0), "index_put_");
   Shape rows = sizes();
   rows[0] = index.numel();
   // rows_mask[r] = r appears in index; new = where(rows_mask, index_add(0, values), old)
   auto compute = [&](const Tensor& old, const Tensor& vals, const Site& s) {
     Tensor v = vals.to(dtype()).expand(rows);
     Tensor placed = gradlab::index_add(zeros_like(old), 0, index, v, s);
-    Tensor hit = gradlab::index_add(zeros({size(0)}, TensorOptions().dtype(kInt64)), 0, index, ones({index.numel()}, TensorOptions().dtype(kInt64))) > 0;
+    Tensor hit = gradlab::index_add(zeros({size(0)}, TensorOptions().dtype(kInt64).device(device())), 0, index, ones({index.numel()}, TensorOptions().dtype(kInt64).device(device()))) > 0;
     Shape hs(dim(), 1);
     hs[0] = size(0);
     return gradlab::where(hit.reshape(hs), placed, old, s);
   };
   return apply_inplace(*this, "index_put_", site, {&values},
-                       [&] { cpu::copy(*this, compute(this->detach(), values.detach(), site)); },
+                       [&] { kern::copy(*this, compute(this->detach(), values.detach(), site)); },
                        [&](const Tensor& old) { return compute(old, values, site); });
 }
 

@@ -15,7 +15,7 @@ struct Bmm : Op<Bmm> {
   Tensor forward(const Tensor& a, const Tensor& b) {
     if (b.requires_grad()) save(a_, a);
     if (a.requires_grad()) save(b_, b);
-    return cpu::bmm(a, b);
+    return kern::bmm(a, b);
   }
   GradList backward(const GradList& g) {
     return {needs_input_grad(0) ? bmm(g[0], b_.unpack().transpose(1, 2)) : Tensor(),

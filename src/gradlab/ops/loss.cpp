@@ -68,7 +68,7 @@ Tensor nll_core(const char* op, const Tensor& logp, const Tensor& target, int64_
   const int64_t C = logp.size(1);
   Tensor valid = ne(target, ignore_index);
   Tensor safe = where(valid, target, 0);
-  cpu::check_indices(safe, C, op);
+  kern::check_indices(safe, C, op);
   Tensor picked = gather(logp, 1, safe.unsqueeze(1), site).squeeze(1, site);  // logp[i, target_i]
   Tensor loss = neg(picked, site);
   if (smoothing > 0) {

@@ -31,13 +31,29 @@ Tensor Tensor::to(ScalarType dt, Site site) const {
   ops_detail::check_defined("to", *this);
   return ops_detail::cast_to(*this, dt, site);
 }
+namespace ops_detail {
+// y = x copied to another device        dx = dy copied back to x's device
+struct ToDevice : autograd::Op<ToDevice> {
+  static constexpr const char* kName = "ToCopyBackward0";
+  Device from_;
+  Tensor forward(const Tensor& x, Device to) {
+    from_ = x.device();
+    Tensor y = make_tensor(x.sizes(), x.dtype(), to);
+    kern::copy(y, x);
+    return y;
+  }
+  GradList backward(const GradList& dy) { return {dy[0].to(from_)}; }
+};
+}  // namespace ops_detail
+
 Tensor Tensor::to(Device d, Site site) const {
   ops_detail::check_defined("to", *this);
-  (void)site;
   if (d.type == device().type) return *this;
   check_device_available(d, "to");
-  return *this;
+  return autograd::record<ops_detail::ToDevice>(site, *this, d);
 }
+Tensor Tensor::cuda(Site site) const { return to(Device(kCUDA), site); }
+Tensor Tensor::cpu(Site site) const { return to(Device(kCPU), site); }
 
 Tensor Tensor::add(const Tensor& o, Site site) const { return gradlab::add(*this, o, site); }
 Tensor Tensor::sub(const Tensor& o, Site site) const { return gradlab::sub(*this, o, site); }

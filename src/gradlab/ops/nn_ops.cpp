@@ -26,12 +26,12 @@ namespace {
 // cols = unfold(x)          dx = fold(dcols)         (unfold and fold are each other's adjoint)
 struct Unfold : Op<Unfold> {
   static constexpr const char* kName = "Im2ColBackward0";
-  cpu::Window2d win;
+  kern::Window2d win;
   int64_t C = 0, H = 0, W = 0;
-  Tensor forward(const Tensor& x, const cpu::Window2d& w) {
+  Tensor forward(const Tensor& x, const kern::Window2d& w) {
     win = w;
     C = x.size(1), H = x.size(2), W = x.size(3);
-    return cpu::im2col(x, w);
+    return kern::im2col(x, w);
   }
   GradList backward(const GradList& g);
 };
@@ -39,10 +39,10 @@ struct Unfold : Op<Unfold> {
 // x = fold(cols)            dcols = unfold(dx)
 struct Fold : Op<Fold> {
   static constexpr const char* kName = "Col2ImBackward0";
-  cpu::Window2d win;
-  Tensor forward(const Tensor& cols, int64_t C, int64_t H, int64_t W, const cpu::Window2d& w) {
+  kern::Window2d win;
+  Tensor forward(const Tensor& cols, int64_t C, int64_t H, int64_t W, const kern::Window2d& w) {
     win = w;
-    return cpu::col2im(cols, C, H, W, w);
+    return kern::col2im(cols, C, H, W, w);
   }
   GradList backward(const GradList& g) { return {record<Unfold>(Site::unknown(), g[0], win)}; }
 };
@@ -56,9 +56,9 @@ struct MaxPool2d : Op<MaxPool2d> {
   static constexpr const char* kName = "MaxPool2DWithIndicesBackward0";
   Shape in_shape;
   SavedTensor idx_;
-  std::vector<Tensor> forward(const Tensor& x, const cpu::Window2d& w) {
+  std::vector<Tensor> forward(const Tensor& x, const kern::Window2d& w) {
     in_shape = x.sizes();
-    auto [y, i] = cpu::max_pool2d(x, w);
+    auto [y, i] = kern::max_pool2d(x, w);
     save(idx_, i);
     return {y, i};
   }
@@ -84,8 +84,8 @@ struct LinearOp : Op<LinearOp<Tag>> {
     if (x.requires_grad()) this->save(w_, w);
     Tensor wt =
         make_view(w, {w.size(1), w.size(0)}, {w.stride(1), w.stride(0)}, w.storage_offset());
-    Tensor y = cpu::mm(x, wt);
-    if (b.defined()) cpu::add_bias_rows_(y, b);
+    Tensor y = kern::mm(x, wt);
+    if (b.defined()) kern::add_bias_rows_(y, b);
     return y;
   }
   GradList backward(const GradList& g) {
@@ -100,8 +100,8 @@ struct LinearOp : Op<LinearOp<Tag>> {
     if (dw)
       dyt = make_view(dy, {dy.size(1), dy.size(0)}, {dy.stride(1), dy.stride(0)},
                       dy.storage_offset());
-    return {dx ? cpu::mm(dy, w_.unpack()) : Tensor(), dw ? cpu::mm(dyt, x_.unpack()) : Tensor(),
-            db ? cpu::sum_rows(dy) : Tensor()};
+    return {dx ? kern::mm(dy, w_.unpack()) : Tensor(), dw ? kern::mm(dyt, x_.unpack()) : Tensor(),
+            db ? kern::sum_rows(dy) : Tensor()};
   }
 };
 struct AddmmTag {
@@ -119,7 +119,7 @@ struct ThresholdBackward : Op<ThresholdBackward> {
   Tensor forward(const Tensor& g, const Tensor& y, double t) {
     threshold = t;
     save(y_, y);
-    return cpu::threshold_backward(g, y, t);
+    return kern::threshold_backward(g, y, t);
   }
   GradList backward(const GradList& g) {
     return {record<ThresholdBackward>(Site::unknown(), g[0], y_.unpack().detach(), threshold),
@@ -141,16 +141,16 @@ struct CrossEntropyOp : Op<CrossEntropyOp> {
   Tensor forward(const Tensor& x, const Tensor& t, int64_t ignore_index, double eps,
                  nn::functional::Reduction r) {
     ignore = ignore_index, smoothing = eps, reduction = r;
-    cpu::CrossEntropyForward f = cpu::cross_entropy_forward(x, t, ignore_index, eps);
+    kern::CrossEntropyForward f = kern::cross_entropy_forward(x, t, ignore_index, eps);
     valid = f.valid;
     save(x_, x);
     save(lse_, f.lse);
     save(t_, t);
     if (r == nn::functional::kNone) return f.loss;
-    Tensor total = cpu::reduce(cpu::Reduce::Sum, f.loss, {0}, false);
+    Tensor total = kern::reduce(kern::Reduce::Sum, f.loss, {0}, false);
     if (r == nn::functional::kSum) return total;
-    cpu::binary_(cpu::Binary::Div, total,
-                 scalar_tensor(static_cast<double>(f.valid), dtype(total.dtype())));
+    kern::binary_(kern::Binary::Div, total,
+                 scalar_tensor(static_cast<double>(f.valid), dtype(total.dtype()).device(total.device())));
     return total;
   }
   GradList backward(const GradList& g) {
@@ -158,13 +158,13 @@ struct CrossEntropyOp : Op<CrossEntropyOp> {
     const double factor =
         reduction == nn::functional::kMean ? 1.0 / static_cast<double>(valid) : 1.0;
     if (!GradMode::is_enabled())
-      return {cpu::cross_entropy_backward(x_.unpack(), lse_.unpack(), t_.unpack(), ignore,
+      return {kern::cross_entropy_backward(x_.unpack(), lse_.unpack(), t_.unpack(), ignore,
                                           smoothing, factor == 1.0 ? dy : dy * factor),
               Tensor()};
     Tensor x = x_.unpack(), t = t_.unpack();
     const int64_t C = x.size(1);
     Tensor keep = ne(t, ignore);
-    Tensor onehot = eq(arange(C).unsqueeze(0), where(keep, t, 0).unsqueeze(1)).to(x.dtype());
+    Tensor onehot = eq(arange(C, TensorOptions().device(x.device())).unsqueeze(0), where(keep, t, 0).unsqueeze(1)).to(x.dtype());
     Tensor dist = onehot * (1.0 - smoothing) + smoothing / static_cast<double>(C);
     Tensor scale = reduction == nn::functional::kNone ? dy.unsqueeze(1) : dy * factor;
     return {(softmax(x, 1) - dist) * keep.to(x.dtype()).unsqueeze(1) * scale, Tensor()};
@@ -183,7 +183,7 @@ void check_window(const char* op, IntPair kernel, IntPair dilation, IntPair padd
                 "dilation > 0", dilation.str());
 }
 
-cpu::Window2d window(IntPair kernel, IntPair dilation, IntPair padding, IntPair stride) {
+kern::Window2d window(IntPair kernel, IntPair dilation, IntPair padding, IntPair stride) {
   return {kernel.h, kernel.w, stride.h, stride.w, padding.h, padding.w, dilation.h, dilation.w};
 }
 
@@ -199,7 +199,7 @@ Tensor batched_4d(const char* op, const Tensor& x, const Site& site) {
   return x.dim() == 4 ? x : x.unsqueeze(0, site);
 }
 
-void check_output_size(const char* op, const Tensor& x, const cpu::Window2d& w) {
+void check_output_size(const char* op, const Tensor& x, const kern::Window2d& w) {
   const int64_t oh = w.out_h(x.size(2)), ow = w.out_w(x.size(3));
   GRADLAB_CHECK(
       oh > 0 && ow > 0, ShapeError, op,
@@ -211,7 +211,7 @@ void check_output_size(const char* op, const Tensor& x, const cpu::Window2d& w) 
       "use a smaller kernel, more padding, or a larger input");
 }
 
-Tensor unfold_4d(const Tensor& x, const cpu::Window2d& w, const Site& site) {
+Tensor unfold_4d(const Tensor& x, const kern::Window2d& w, const Site& site) {
   check_output_size("unfold", x, w);
   return record<Unfold>(site, x, w);
 }
@@ -279,7 +279,7 @@ Tensor fold(const Tensor& input, IntPair output_size, IntPair kernel, IntPair di
                 "expected a 2-D or 3-D input", "[C*kh*kw, L] or [N, C*kh*kw, L]",
                 shape_str(input.sizes()));
   Tensor cols = input.dim() == 3 ? input : input.unsqueeze(0, site);
-  const cpu::Window2d w = window(kernel, dilation, padding, stride);
+  const kern::Window2d w = window(kernel, dilation, padding, stride);
   const int64_t kk = kernel.h * kernel.w;
   const int64_t L = w.out_h(output_size.h) * w.out_w(output_size.w);
   GRADLAB_CHECK(
@@ -315,7 +315,7 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Int
                   shape_str(bias.sizes()));
   const IntPair kernel(weight.size(2), weight.size(3));
   check_window("conv2d", kernel, dilation, padding, stride);
-  const cpu::Window2d w = window(kernel, dilation, padding, stride);
+  const kern::Window2d w = window(kernel, dilation, padding, stride);
   check_output_size("conv2d", x, w);
   const int64_t N = x.size(0), oh = w.out_h(x.size(2)), ow = w.out_w(x.size(3));
   // out[n] = W [O, C*kh*kw] @ cols[n] [C*kh*kw, L]
@@ -335,7 +335,7 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, IntPair 
                 "pad should be at most half of the kernel size", "padding <= kernel_size / 2",
                 "padding " + padding.str() + " with kernel " + kernel.str());
   Tensor x = batched_4d("max_pool2d", input, site);
-  const cpu::Window2d w = window(kernel, dilation, padding, st);
+  const kern::Window2d w = window(kernel, dilation, padding, st);
   check_output_size("max_pool2d", x, w);
   auto r = record<MaxPool2d>(site, x, w);
   if (input.dim() == 3) return {r[0].squeeze(0, site), r[1].squeeze(0)};

@@ -45,7 +45,7 @@ struct Sum : Op<Sum<Full>> {
     in_shape = x.sizes();
     dims = d;
     keepdim = k;
-    return cpu::reduce(cpu::Reduce::Sum, x, d, k);
+    return kern::reduce(kern::Reduce::Sum, x, d, k);
   }
   GradList backward(const GradList& g) { return {keep_reduced(g[0], in_shape, dims, keepdim).expand(in_shape)}; }
 };
@@ -60,7 +60,7 @@ struct AmaxAmin : Op<AmaxAmin<IsMax>> {
   Tensor forward(const Tensor& x, const Dims& d, bool k) {
     dims = d;
     keepdim = k;
-    Tensor y = cpu::reduce(IsMax ? cpu::Reduce::Max : cpu::Reduce::Min, x, d, k);
+    Tensor y = kern::reduce(IsMax ? kern::Reduce::Max : kern::Reduce::Min, x, d, k);
     this->save(x_, x);
     this->save(y_, y, kOutput);
     return y;
@@ -86,7 +86,7 @@ struct MaxMinDim : Op<MaxMinDim<IsMax>> {
     in_shape = x.sizes();
     dim = d;
     keepdim = k;
-    auto [v, i] = cpu::reduce_index(IsMax ? cpu::Reduce::Max : cpu::Reduce::Min, x, d, k);
+    auto [v, i] = kern::reduce_index(IsMax ? kern::Reduce::Max : kern::Reduce::Min, x, d, k);
     this->save(idx_, i);
     return {v, i};
   }
@@ -144,13 +144,13 @@ std::tuple<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim, Site 
 }
 Tensor argmax(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
   check_defined("argmax", x);
-  if (!dim) return cpu::reduce_index(cpu::Reduce::Max, x.reshape({-1}), 0, false).second;
-  return cpu::reduce_index(cpu::Reduce::Max, x, x.dim() == 0 ? 0 : wrap_dim(*dim, x.dim(), "argmax"), keepdim).second;
+  if (!dim) return kern::reduce_index(kern::Reduce::Max, x.reshape({-1}), 0, false).second;
+  return kern::reduce_index(kern::Reduce::Max, x, x.dim() == 0 ? 0 : wrap_dim(*dim, x.dim(), "argmax"), keepdim).second;
 }
 Tensor argmin(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
   check_defined("argmin", x);
-  if (!dim) return cpu::reduce_index(cpu::Reduce::Min, x.reshape({-1}), 0, false).second;
-  return cpu::reduce_index(cpu::Reduce::Min, x, x.dim() == 0 ? 0 : wrap_dim(*dim, x.dim(), "argmin"), keepdim).second;
+  if (!dim) return kern::reduce_index(kern::Reduce::Min, x.reshape({-1}), 0, false).second;
+  return kern::reduce_index(kern::Reduce::Min, x, x.dim() == 0 ? 0 : wrap_dim(*dim, x.dim(), "argmin"), keepdim).second;
 }
 Tensor var(const Tensor& x, const Dims& dims, int64_t correction, bool keepdim, Site site) {
   check_defined("var", x);

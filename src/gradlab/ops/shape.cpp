@@ -84,7 +84,7 @@ struct Reshape : Op<Reshape<Tag>> {
                     "input " + shape_str(x.sizes()) + " with strides " + shape_str(x.strides()) +
                         " viewed as " + shape_str(shape),
                     "use .reshape(...) instead (it copies when needed), or call .contiguous() first");
-      return make_view(cpu::contiguous(x), shape, contiguous_strides(shape), 0);
+      return make_view(kern::contiguous(x), shape, contiguous_strides(shape), 0);
     }
     return make_view(x, shape, *st, x.storage_offset());
   }
@@ -141,13 +141,13 @@ struct SliceScatter : Op<SliceScatter> {
   int64_t dim = 0, start = 0, end = 0, step = 1;
   Tensor forward(const Tensor& g, const Shape& shape, int64_t d, int64_t s, int64_t e, int64_t st) {
     dim = d, start = s, end = e, step = st;
-    Tensor out = make_tensor(shape, g.dtype());
-    cpu::fill(out, 0);
+    Tensor out = make_tensor(shape, g.dtype(), g.device());
+    kern::fill(out, 0);
     Shape sizes = shape;
     Strides strides = out.strides();
     sizes[d] = g.sizes()[d];
     strides[d] *= st;
-    cpu::copy(make_view(out, sizes, strides, s * out.strides()[d]), g);
+    kern::copy(make_view(out, sizes, strides, s * out.strides()[d]), g);
     return out;
   }
   GradList backward(const GradList& g) { return {g[0].slice(dim, start, end, step)}; }
@@ -213,8 +213,8 @@ struct Expand : Op<Expand> {
 struct Clone : Op<Clone> {
   static constexpr const char* kName = "CloneBackward0";
   Tensor forward(const Tensor& x) {
-    Tensor y = make_tensor(x.sizes(), x.dtype());
-    cpu::copy(y, x);
+    Tensor y = make_tensor(x.sizes(), x.dtype(), x.device());
+    kern::copy(y, x);
     return y;
   }
   GradList backward(const GradList& g) { return {g[0]}; }
@@ -226,7 +226,7 @@ struct ToCopy : Op<ToCopy> {
   ScalarType in_dtype = kFloat32;
   Tensor forward(const Tensor& x, ScalarType dt) {
     in_dtype = x.dtype();
-    return cpu::cast(x, dt);
+    return kern::cast(x, dt);
   }
   GradList backward(const GradList& g) { return {g[0].to(in_dtype)}; }
 };
@@ -238,14 +238,14 @@ struct Cat : Op<Cat> {
   std::vector<int64_t> sizes;
   Tensor forward(const TensorList& xs, int64_t d, const Shape& out_shape, ScalarType dt) {
     dim = d;
-    Tensor out = make_tensor(out_shape, dt);
+    Tensor out = make_tensor(out_shape, dt, xs.front().device());
     int64_t at = 0;
     for (const Tensor& x : xs) {
       sizes.push_back(x.sizes()[d]);
       if (x.numel() == 0) continue;
       Shape s = out_shape;
       s[d] = x.sizes()[d];
-      cpu::copy(make_view(out, s, out.strides(), at * out.strides()[d]), x);
+      kern::copy(make_view(out, s, out.strides(), at * out.strides()[d]), x);
       at += x.sizes()[d];
     }
     return out;

@@ -1,9 +1,14 @@
 // SGD, Adam, AdamW, RMSprop: each step_group is PyTorch's single-tensor update written with
 // gradlab's in-place ops (run under NoGradGuard by Optimizer::step).
+// On a CUDA parameter, SGD / Adam / AdamW run the same formula as one fused kernel
+// (backend/cuda/optim.cuh) unless an option it does not cover is set (maximize, amsgrad); CPU
+// parameters always take the composite path, which stays the reference for the fused one.
 
 #include <cmath>
 
+#include "gradlab/backend/kernels.hpp"
 #include "gradlab/core/factories.hpp"
+#include "gradlab/core/tensor_impl.hpp"
 #include "gradlab/ops/ops.hpp"
 #include "gradlab/optim/adam.hpp"
 #include "gradlab/optim/rmsprop.hpp"
@@ -41,6 +46,11 @@ void check_nonneg(const char* opt, const char* what, double v) {
 // The (maybe negated) gradient of p.
 Tensor grad_of(const Tensor& p, bool maximize) { return maximize ? -p.grad() : p.grad(); }
 
+// After a fused kernel wrote these tensors in place: bump their versions, as add_/mul_ would.
+void wrote(std::initializer_list<const Tensor*> ts, const Site& site = Site::current()) {
+  for (const Tensor* t : ts) t->impl()->storage->bump_version(site);
+}
+
 // A 0-d float64 step counter, incremented; returns the new count.
 double bump_step(ParamState& st) {
   Tensor& t = st["step"];
@@ -68,6 +78,18 @@ void adam_core(Tensor& p, const Tensor& g, ParamState& st, double lr, double bet
     denom = sqrt(exp_avg_sq) / bias_correction2_sqrt + eps;
   }
   p.add_(exp_avg / denom, -step_size);
+}
+
+// Adam / AdamW as one kernel (CUDA parameters without amsgrad or maximize); false: not taken.
+bool fused_adam(Tensor& p, bool maximize, bool amsgrad, ParamState& st, double lr, double beta1,
+                double beta2, double eps, double wd, double step, bool decoupled) {
+  if (maximize || amsgrad) return false;
+  Tensor& exp_avg = st["exp_avg"];
+  Tensor& exp_avg_sq = st["exp_avg_sq"];
+  if (!kern::adam_step_(p, p.grad(), exp_avg, exp_avg_sq, lr, beta1, beta2, eps, wd, step, decoupled))
+    return false;
+  wrote({&p, &exp_avg, &exp_avg_sq});
+  return true;
 }
 
 void init_adam_state(ParamState& st, const Tensor& p, bool amsgrad) {
@@ -166,6 +188,22 @@ void SGD::step_group(OptimizerParamGroup& group) {
   const auto& o = static_cast<const SGDOptions&>(group.options());
   for (Tensor& p : group.params()) {
     if (!p.grad().defined()) continue;
+    if (!o.maximize() && kern::fused_step_supported(p, p.grad())) {
+      Tensor buf;
+      bool first = false;
+      if (o.momentum() != 0) {
+        ParamState& st = state(p);
+        first = !st.contains("momentum_buffer");
+        buf = first ? empty_like(p) : st.at("momentum_buffer");
+      }
+      if (kern::sgd_step_(p, p.grad(), buf, o.lr(), o.momentum(), o.dampening(), o.weight_decay(),
+                          o.nesterov(), first)) {
+        if (first) state(p).insert("momentum_buffer", buf);
+        if (buf.defined()) wrote({&p, &buf});
+        else wrote({&p});
+        continue;
+      }
+    }
     Tensor d_p = grad_of(p, o.maximize());
     if (o.weight_decay() != 0) d_p = d_p + o.weight_decay() * p;
     if (o.momentum() != 0) {
@@ -212,6 +250,9 @@ void Adam::step_group(OptimizerParamGroup& group) {
     ParamState& st = state(p);
     init_adam_state(st, p, o.amsgrad());
     const double step = bump_step(st);
+    if (fused_adam(p, o.maximize(), o.amsgrad(), st, o.lr(), beta1, beta2, o.eps(), o.weight_decay(),
+                   step, /*decoupled=*/false))
+      continue;
     if (o.weight_decay() != 0) g = g + o.weight_decay() * p;
     adam_core(p, g, st, o.lr(), beta1, beta2, o.eps(), o.amsgrad(), step);
   }
@@ -233,6 +274,9 @@ void AdamW::step_group(OptimizerParamGroup& group) {
     ParamState& st = state(p);
     init_adam_state(st, p, o.amsgrad());
     const double step = bump_step(st);
+    if (fused_adam(p, o.maximize(), o.amsgrad(), st, o.lr(), beta1, beta2, o.eps(), o.weight_decay(),
+                   step, /*decoupled=*/true))
+      continue;
     p.mul_(1.0 - o.lr() * o.weight_decay());  // decoupled weight decay
     adam_core(p, g, st, o.lr(), beta1, beta2, o.eps(), o.amsgrad(), step);
   }

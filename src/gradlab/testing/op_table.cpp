@@ -667,14 +667,14 @@ std::vector<OpSpec> build_table() {
   t.push_back(binary(
       "maximum", [](const Tensor& a, const Tensor& b) { return maximum(a, b); },
       [](const Tensor& a, double c) {
-        return maximum(a, scalar_tensor(c, TensorOptions().dtype(kFloat64)));
+        return maximum(a, scalar_tensor(c, TensorOptions().dtype(kFloat64).device(a.device())));
       },
       [](double a, double b) { return std::max(a, b); }, any.on_grid(0.2), any.on_grid(0.2, 0.1)));
   t.back().notes = "a and b on grids offset by 0.1: they never tie";
   t.push_back(binary(
       "minimum", [](const Tensor& a, const Tensor& b) { return minimum(a, b); },
       [](const Tensor& a, double c) {
-        return minimum(a, scalar_tensor(c, TensorOptions().dtype(kFloat64)));
+        return minimum(a, scalar_tensor(c, TensorOptions().dtype(kFloat64).device(a.device())));
       },
       [](double a, double b) { return std::min(a, b); }, any.on_grid(0.2), any.on_grid(0.2, 0.1)));
   t.back().notes = "a and b on grids offset by 0.1: they never tie";
@@ -1584,7 +1584,7 @@ std::vector<OpSpec> build_table() {
         [fn](const TensorList& in, const OpParams& p) {
           Tensor y = in[0] * 1.0;  // a non-leaf copy that may be written
           if (p.variant == 1)
-            fn(y, scalar_tensor(p.r(0), TensorOptions().dtype(kFloat64)));
+            fn(y, scalar_tensor(p.r(0), TensorOptions().dtype(kFloat64).device(y.device())));
           else
             fn(y, in[1]);
           return TensorList{y};
@@ -2094,6 +2094,8 @@ const std::map<std::string, std::string>& op_table_exemptions() {
       {"t", "transpose(0, 1): the transpose row"},
       {"expand_as", "expand(other.sizes()): the expand row"},
       {"max_pool2d_with_indices", "max_pool2d plus its indices: the max_pool2d row"},
+      {"cuda", "to(Device(kCUDA)): every row runs through it in the CUDA parity checks (checks/cuda)"},
+      {"cpu", "to(Device(kCPU)): every row runs through it in the CUDA parity checks (checks/cuda)"},
   };
   return m;
 }

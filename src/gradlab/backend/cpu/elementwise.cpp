@@ -12,6 +12,7 @@
 
 #include "gradlab/backend/cpu/cpu.hpp"
 #include "gradlab/backend/cpu/loops.hpp"
+#include "gradlab/backend/cuda/exec.hpp"
 
 namespace gradlab::cpu {
 
@@ -266,7 +267,28 @@ void binary_(Binary op, Tensor& out, const Tensor& b) {
 
 // ---- copies ---------------------------------------------------------------------------------
 
+namespace {
+bool is_half(ScalarType t) { return t == kFloat16 || t == kBFloat16; }
+
+// A copy where either side is float16/bfloat16: element by element through float, with the
+// bit-exact conversions the CUDA kernels use (backend/cuda/exec.hpp).
+void copy_half(const Tensor& dst, const Tensor& src) {
+  gpu::visit_storage_dtype(dst.dtype(), [&]<class D>() {
+    gpu::visit_storage_dtype(src.dtype(), [&]<class S>() {
+      D* d = ptr<D>(dst);
+      const S* s = ptr<const S>(src);
+      std::array<const Strides*, 2> st{&dst.strides(), &src.strides()};
+      for_each_row<2>(dst.sizes(), st, [&](const std::array<int64_t, 2>& off, int64_t n,
+                                           const std::array<int64_t, 2>& inner) {
+        for (int64_t i = 0; i < n; ++i) d[off[0] + i * inner[0]] = gpu::convert<D, S>(s[off[1] + i * inner[1]]);
+      });
+    });
+  });
+}
+}  // namespace
+
 void copy(const Tensor& dst, const Tensor& src) {
+  if (is_half(dst.dtype()) || is_half(src.dtype())) return copy_half(dst, src);
   visit_dtype(dst.dtype(), "copy", [&]<class D>() {
     visit_dtype(src.dtype(), "copy", [&]<class S>() {
       D* d = ptr<D>(dst);
@@ -287,6 +309,11 @@ void copy(const Tensor& dst, const Tensor& src) {
 }
 
 void fill(const Tensor& dst, const Scalar& v) {
+  if (is_half(dst.dtype())) {  // through a one-element float tensor: the same rounding as copy
+    Tensor one = make_tensor({}, kFloat32);
+    *ptr<float>(one) = static_cast<float>(v.to_double());
+    return copy_half(dst, one.expand(dst.sizes()));
+  }
   visit_dtype(dst.dtype(), "fill_", [&]<class T>() {
     const T value = std::is_floating_point_v<T> ? static_cast<T>(v.to_double()) : static_cast<T>(v.to_long());
     T* d = ptr<T>(dst);

@@ -1,0 +1,68 @@
+#pragma once
+// The kernels the op layer calls (internal): each runs on the device of its (first) tensor
+// argument, on the CPU reference (backend/cpu) or the CUDA backend (backend/cuda). Signatures and
+// contracts are those of backend/cpu/cpu.hpp; the op layer has already checked that every tensor
+// argument is on one device.
+
+#include <utility>
+
+#include "gradlab/backend/cpu/cpu.hpp"
+
+namespace gradlab::kern {
+
+using cpu::Binary;
+using cpu::CrossEntropyForward;
+using cpu::is_comparison;
+using cpu::Reduce;
+using cpu::Unary;
+using cpu::Window2d;
+
+Tensor unary(Unary op, const Tensor& x, double p0 = 0, double p1 = 0);
+Tensor binary(Binary op, const Tensor& a, const Tensor& b);
+void binary_(Binary op, Tensor& out, const Tensor& b);
+/// dst[i] = src[i]; dst and src may be on different devices (and of any dtype, half included).
+void copy(const Tensor& dst, const Tensor& src);
+void fill(const Tensor& dst, const Scalar& v);
+Tensor contiguous(const Tensor& x);
+/// A contiguous copy converted to `dtype` (float16/bfloat16 included).
+Tensor cast(const Tensor& x, ScalarType dtype);
+Tensor reduce(Reduce op, const Tensor& x, const Dims& dims, bool keepdim);
+std::pair<Tensor, Tensor> reduce_index(Reduce op, const Tensor& x, int64_t dim, bool keepdim);
+Tensor bmm(const Tensor& a, const Tensor& b);
+Tensor mm(const Tensor& a, const Tensor& b);
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
+Tensor scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src);
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
+Tensor index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src);
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+void check_indices(const Tensor& index, int64_t size, const char* op);
+Tensor im2col(const Tensor& x, const Window2d& w);
+Tensor col2im(const Tensor& cols, int64_t C, int64_t H, int64_t W, const Window2d& w);
+std::pair<Tensor, Tensor> max_pool2d(const Tensor& x, const Window2d& w);
+void add_bias_rows_(Tensor& out, const Tensor& bias);
+Tensor threshold_backward(const Tensor& grad, const Tensor& y, double threshold);
+Tensor sum_rows(const Tensor& x);
+CrossEntropyForward cross_entropy_forward(const Tensor& logits, const Tensor& target,
+                                          int64_t ignore_index, double smoothing);
+Tensor cross_entropy_backward(const Tensor& logits, const Tensor& lse, const Tensor& target,
+                              int64_t ignore_index, double smoothing, const Tensor& row_scale);
+
+}  // namespace gradlab::kern
+
+namespace gradlab::kern {
+
+/// True when the fused optimizer kernels below take this parameter: a CUDA float32/float64 p
+/// with a gradient of the same dtype on the same device. (CPU parameters keep the composite
+/// update of optim/optimizers.cpp, which is what the PyTorch reference checks run.)
+bool fused_step_supported(const Tensor& p, const Tensor& grad);
+/// Fused SGD update, in place (gpu::Optim::sgd_step_); momentum_buf (same dtype and device)
+/// may be undefined when momentum == 0. Returns false, touching nothing, when
+/// fused_step_supported is false: the caller then runs the composite update.
+bool sgd_step_(const Tensor& p, const Tensor& grad, const Tensor& momentum_buf, double lr, double momentum,
+               double dampening, double weight_decay, bool nesterov, bool first_step);
+/// Fused Adam (decoupled = false) / AdamW (decoupled = true) update, in place; `step` is the
+/// incremented step count. No amsgrad. Returns false, touching nothing, when not supported.
+bool adam_step_(const Tensor& p, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq, double lr,
+                double beta1, double beta2, double eps, double weight_decay, double step, bool decoupled);
+
+}  // namespace gradlab::kern
