@@ -366,3 +366,38 @@ TEST(HalfStorage, TensorsConvertToHalfTypesIdenticallyOnCpuAndCuda) {
   // compute ops say half types are storage only
   EXPECT_THROW((void)x.to(kFloat16).exp(), DTypeError);
 }
+
+// ---- kernel indexing --------------------------------------------------------------------------
+TEST(CudaIndexer, MergedDimsGiveTheSameOffsetsAsTheFullShape) {
+  HOST_ONLY();
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 2000; ++trial) {
+    const int rank = static_cast<int>(rng() % 6);
+    Shape shape;
+    Strides strides;
+    for (int d = 0; d < rank; ++d) shape.push_back(static_cast<int64_t>(rng() % 4));  // 0..3, size 1 too
+    // strides: contiguous, a permutation of it, or broadcast (0) per dim
+    int64_t step = 1;
+    strides.assign(shape.size(), 0);
+    for (int d = rank - 1; d >= 0; --d) {
+      strides[d] = rng() % 4 == 0 ? 0 : step * (rng() % 3 == 0 ? 2 : 1);
+      step *= std::max<int64_t>(shape[d], 1) * 2;
+    }
+    if (rng() % 2 == 0) strides = contiguous_strides(shape);
+    const gpu::Indexer ix = gpu::make_indexer(shape, strides, "test");
+    EXPECT_LE(ix.rank, std::max(rank, 1));
+    const int64_t n = numel_of(shape);
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t off = 0, rest = i;
+      for (int d = rank - 1; d >= 0; --d) {
+        off += (rest % shape[d]) * strides[d];
+        rest /= shape[d];
+      }
+      ASSERT_EQ(ix(i), off) << "shape " << shape_str(shape) << " element " << i;
+    }
+  }
+  // a contiguous tensor becomes one dim
+  EXPECT_EQ(gpu::make_indexer(Shape{4, 5, 6}, Strides{30, 6, 1}, "test").rank, 1);
+  EXPECT_THROW(gpu::make_indexer(Shape(11, 2), Strides(11, 1), "test"), ShapeError);  // nothing merges
+  EXPECT_NO_THROW(gpu::make_indexer(Shape(11, 2), Strides(11, 0), "test"));  // broadcast: merges
+}

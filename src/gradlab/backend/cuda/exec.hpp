@@ -37,6 +37,7 @@ struct Indexer {
   int64_t size[kMaxDims] = {};
   int64_t stride[kMaxDims] = {};
   GRADLAB_HD int64_t operator()(int64_t i) const {
+    if (rank == 1) return i * stride[0];  // the common case after make_indexer merges dims
     int64_t off = 0;
     for (int d = rank - 1; d >= 0; --d) {
       const int64_t s = size[d];
@@ -48,6 +49,8 @@ struct Indexer {
 };
 
 /// An Indexer over `shape` with `strides`; throws ShapeError naming `op` when the rank is too big.
+/// Size-1 dims are dropped and neighbours that step like one dim are merged (a contiguous tensor
+/// becomes rank 1), so most kernels pay no 64-bit division per element.
 Indexer make_indexer(const Shape& shape, const Strides& strides, const char* op);
 inline Indexer make_indexer(const Tensor& t, const char* op) { return make_indexer(t.sizes(), t.strides(), op); }
 
