@@ -401,3 +401,36 @@ TEST(CudaIndexer, MergedDimsGiveTheSameOffsetsAsTheFullShape) {
   EXPECT_THROW(gpu::make_indexer(Shape(11, 2), Strides(11, 1), "test"), ShapeError);  // nothing merges
   EXPECT_NO_THROW(gpu::make_indexer(Shape(11, 2), Strides(11, 0), "test"));  // broadcast: merges
 }
+
+TEST(CudaDevice, OptimizerStateFromACpuFileLoadsOntoTheParametersDevice) {
+  GRADLAB_USE_CUDA_BACKEND();
+  manual_seed(4);
+  nn::Linear lin(3, 2);
+  lin->to(kCuda);
+  const Tensor x = randn({5, 3}).cuda();
+  auto step = [&](optim::Optimizer& opt) {
+    opt.zero_grad();
+    lin->forward(x).pow(2).sum().backward();
+    opt.step();
+  };
+  optim::Adam a(lin->parameters(), optim::AdamOptions(0.01));
+  step(a);
+  // what a checkpoint file gives back: every tensor on the CPU
+  StateDict saved = a.state_dict(), on_cpu;
+  for (const auto& k : saved.keys()) on_cpu.insert(k, saved.at(k).cpu().clone());  // (step is on the CPU already)
+  StateDict model_before;  // state_dict() shares storage with the module: copy it
+  for (const auto& k : lin->state_dict().keys()) model_before.insert(k, lin->state_dict().at(k).clone());
+  step(a);  // the uninterrupted run
+  const Tensor w_uninterrupted = lin->weight.cpu();
+  lin->load_state_dict(model_before);
+  optim::Adam b(lin->parameters(), optim::AdamOptions(0.01));
+  b.load_state_dict(on_cpu);
+  const StateDict loaded = b.state_dict();
+  for (const auto& k : loaded.keys()) {
+    if (k.find("exp_avg") != std::string::npos) {
+      EXPECT_TRUE(loaded.at(k).is_cuda()) << k;
+    }
+  }
+  step(b);
+  EXPECT_TRUE(equal(lin->weight.cpu(), w_uninterrupted));
+}

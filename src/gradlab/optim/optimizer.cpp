@@ -166,6 +166,9 @@ void Optimizer::load_state_dict(const StateDict& sd) {
                       "state '" + key + "' does not fit its parameter",
                       "shape " + shape_str(p.sizes()), "shape " + shape_str(v.sizes()));
         if (v.is_floating_point() && v.dtype() != p.dtype()) v = v.to(p.dtype());
+        // As PyTorch: state lives with its parameter (a CPU file loads into a CUDA model);
+        // the step counter stays a CPU number.
+        if (v.device() != p.device()) v = v.to(p.device());
       }
       new_state[p.impl()].insert(name, v);
     } else if (key.rfind("param_groups.", 0) == 0) {
