@@ -434,3 +434,24 @@ TEST(CudaDevice, OptimizerStateFromACpuFileLoadsOntoTheParametersDevice) {
   step(b);
   EXPECT_TRUE(equal(lin->weight.cpu(), w_uninterrupted));
 }
+
+// ---- gradcheck on CUDA inputs -----------------------------------------------------------------
+TEST(CudaGradcheck, ChecksTheCudaKernelsOfAFunctionAndCatchesAWrongGradient) {
+  GRADLAB_USE_CUDA_BACKEND();
+  manual_seed(9);
+  Tensor x = randn({3, 4}, f64().device(kCuda).requires_grad(true));
+  Tensor w = randn({4, 2}, f64().device(kCuda).requires_grad(true));
+  auto f = [](const TensorList& in) { return TensorList{(matmul(in[0], in[1]).tanh() * in[0].sum()).softmax(1)}; };
+  auto ok = gradlab::testing::gradcheck(f, {x, w}, gradlab::testing::GradcheckOptions().raise_exception(false));
+  EXPECT_TRUE(ok.ok) << ok.text();
+  // the same function with its gradient doubled on the way back through a CUDA tensor
+  auto wrong = [](const TensorList& in) {
+    Tensor y = in[0] * 1.0;
+    EXPECT_TRUE(y.is_cuda());
+    y.register_hook(GradHook([](const Tensor& g) { return g * 2.0; }));
+    return TensorList{y.sin()};
+  };
+  auto bad = gradlab::testing::gradcheck(wrong, {x}, gradlab::testing::GradcheckOptions().raise_exception(false));
+  EXPECT_FALSE(bad.ok);
+  EXPECT_TRUE(x.is_cuda());  // the caller's tensors stay where they were
+}

@@ -1018,6 +1018,30 @@ GradcheckReport gradcheck(const TensorFn& fn, const TensorList& inputs,
                           const GradcheckOptions& options) {
   GRADLAB_CHECK(options.eps_ > 0, ValueError, "gradcheck", "eps must be positive", "eps > 0",
                 fmt("%g", options.eps_));
+  // CUDA inputs: the checker perturbs CPU copies, and fn gets them moved back to their device
+  // (a differentiable copy), its outputs moved to the CPU. So fn's CUDA kernels are what both
+  // the numerical and the analytical Jacobian measure.
+  bool any_cuda = false;
+  for (const Tensor& t : inputs) any_cuda = any_cuda || (t.defined() && t.is_cuda());
+  if (any_cuda) {
+    TensorList host;
+    std::vector<Device> where;
+    for (const Tensor& t : inputs) {
+      where.push_back(t.defined() ? t.device() : Device());
+      host.push_back(t.defined() ? t.detach().cpu().requires_grad_(t.requires_grad()) : t);
+    }
+    TensorFn on_device = [fn, where](const TensorList& xs) {
+      TensorList moved;
+      for (size_t i = 0; i < xs.size(); ++i) moved.push_back(xs[i].defined() ? xs[i].to(where[i]) : xs[i]);
+      TensorList outs = fn(moved);
+      for (Tensor& o : outs)
+        if (o.defined()) o = o.cpu();
+      return outs;
+    };
+    GradcheckReport r = Checker(on_device, host, options).run();
+    if (!r.ok && options.raise_exception_) throw GradcheckError(std::move(r));
+    return r;
+  }
   GradcheckReport r = Checker(fn, inputs, options).run();
   if (!r.ok && options.raise_exception_) throw GradcheckError(std::move(r));
   return r;
@@ -1066,7 +1090,7 @@ GradcheckReport gradgradcheck(const TensorFn& fn, const TensorList& inputs,
       const Tensor& u = all[k++];
       if (!t.requires_grad()) continue;
       roots.push_back(t);
-      gos.push_back(u.to(t.dtype()));
+      gos.push_back(u.to(t.device()).to(t.dtype()));
     }
     TensorList r(dx.size());
     if (!roots.empty())
