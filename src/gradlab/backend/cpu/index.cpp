@@ -96,6 +96,7 @@ Tensor index_select(const Tensor& x_in, int64_t dim, const Tensor& index_in) {
   const int64_t n = index.numel();
   if (!os.empty()) os[dim] = n;
   Tensor out = make_tensor(os, x.dtype());
+  if (out.numel() == 0) return out;  // NOTE: an empty tensor's data may be null (memcpy(null) is UB)
   auto [outer, inner] = outer_inner(x.sizes(), dim);
   const int64_t nx = size_or_1(x.sizes(), dim);
   const int64_t* pi = ptr<const int64_t>(index);
