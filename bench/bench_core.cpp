@@ -8,6 +8,9 @@
 //   relu(x*2+1)/n:<n>/fused_loop     one hand-written pass y = max(2x + 1, 0)       counter GB
 //   relu(x*2+1)/n:<n>/gradlab        gradlab::relu(x * 2 + 1): three ops, 3 passes  counter GB
 //   relu(x*2+1)/n:<n>/gradlab_mul    gradlab x * 2 alone: one op, one pass          counter GB
+//   unary/n:<n>/memcpy               a plain copy of the same bytes                 counter GB
+//   unary/n:<n>/<op>                 gradlab exp, tanh, sigmoid, gelu(x) (one op each but gelu) counter GB
+//   binary/n:<n>/<op>                gradlab a + b, max(a, b), a > b (two tensors)   counter GB
 //   tiny_add/n:1/...                 1-element add: no grad, forward with grad,     counter per_op
 //                                    forward + backward, a chain of 100 + backward
 //
@@ -123,6 +126,20 @@ void ew_gradlab_mul(benchmark::State& state, int64_t n) {
   set_bytes(state, n);
 }
 
+// One gradlab op per iteration; the GB counter counts 4n read + 4n written like memcpy's, so the
+// ratio to memcpy is a ratio of time (binary ops read 8n bytes: they cost more by design).
+template <class F>
+void ew_op(benchmark::State& state, int64_t n, F f) {
+  gl::manual_seed(0);
+  const gl::Tensor a = gl::randn({n}), b = gl::randn({n});
+  for (auto _ : state) {
+    gl::Tensor y = f(a, b);
+    benchmark::DoNotOptimize(y.impl());
+    benchmark::ClobberMemory();
+  }
+  set_bytes(state, n);
+}
+
 // ---- (c) tiny-op overhead --------------------------------------------------------------------
 
 void set_per_op(benchmark::State& state, double ops_per_iteration) {
@@ -206,6 +223,28 @@ const bool kRegistered = [] {
     benchmark::RegisterBenchmark((g + "gradlab_mul").c_str(), ew_gradlab_mul, n)
         ->UseRealTime()
         ->Unit(benchmark::kMicrosecond);
+  }
+  {
+    const int64_t n = int64_t{1} << 20;
+    using Fn = gl::Tensor (*)(const gl::Tensor&, const gl::Tensor&);
+    const std::pair<const char*, Fn> unary[] = {
+        {"exp", [](const gl::Tensor& a, const gl::Tensor&) { return gl::exp(a); }},
+        {"tanh", [](const gl::Tensor& a, const gl::Tensor&) { return gl::tanh(a); }},
+        {"sigmoid", [](const gl::Tensor& a, const gl::Tensor&) { return gl::sigmoid(a); }},
+        {"gelu", [](const gl::Tensor& a, const gl::Tensor&) { return gl::gelu(a); }}};
+    const std::pair<const char*, Fn> binary[] = {
+        {"add", [](const gl::Tensor& a, const gl::Tensor& b) { return a + b; }},
+        {"maximum", [](const gl::Tensor& a, const gl::Tensor& b) { return gl::maximum(a, b); }},
+        {"gt", [](const gl::Tensor& a, const gl::Tensor& b) { return a > b; }}};
+    benchmark::RegisterBenchmark("unary/n:1M/memcpy", ew_memcpy, n)->UseRealTime()->Unit(benchmark::kMicrosecond);
+    for (auto [name, f] : unary)
+      benchmark::RegisterBenchmark((std::string("unary/n:1M/") + name).c_str(), ew_op<Fn>, n, f)
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
+    for (auto [name, f] : binary)
+      benchmark::RegisterBenchmark((std::string("binary/n:1M/") + name).c_str(), ew_op<Fn>, n, f)
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
   }
   benchmark::RegisterBenchmark("tiny_add/n:1/no_grad", tiny_add_nograd)
       ->UseRealTime()
