@@ -280,11 +280,11 @@ TEST(CudaErrors, AFailedCudaCallBecomesAnErrorWithTheCallTheCodeAndTheOp) {
 TEST(HalfStorage, EveryHalfRoundTripsThroughFloatExactly) {
   HOST_ONLY();
   for (uint32_t b = 0; b < 65536; ++b) {
-    const gpu::Half h{static_cast<uint16_t>(b)};
-    const float f = gpu::half_to_float(h);
-    const gpu::Half back = gpu::half_from_float(f);
+    const gradlab::Half h{static_cast<uint16_t>(b)};
+    const float f = gradlab::half_to_float(h);
+    const gradlab::Half back = gradlab::half_from_float(f);
     if (std::isnan(f)) {
-      EXPECT_TRUE(std::isnan(gpu::half_to_float(back)));
+      EXPECT_TRUE(std::isnan(gradlab::half_to_float(back)));
     } else {
       ASSERT_EQ(back.bits, h.bits) << "half bits " << b;
     }
@@ -318,7 +318,7 @@ TEST(HalfStorage, FloatToHalfRoundsToNearestEvenLikeTheCompiler) {
     const _Float16 ref = static_cast<_Float16>(f);
     uint16_t rb;
     std::memcpy(&rb, &ref, 2);
-    ASSERT_EQ(gpu::half_from_float(f).bits, rb) << "float " << f;
+    ASSERT_EQ(gradlab::half_from_float(f).bits, rb) << "float " << f;
   }
 #endif
 }
@@ -333,9 +333,9 @@ TEST(HalfStorage, BFloat16KeepsTheNearestOfItsTwoNeighbours) {
     std::memcpy(&f, &u, 4);
     if (std::isnan(f)) continue;
     if ((u & 0x7FFF0000u) == 0x7F7F0000u) continue;  // above the largest bfloat16: may round to inf
-    const float lo = gpu::f32_from_bits(u & 0xFFFF0000u);  // truncation (toward zero)
-    const float hi = gpu::f32_from_bits((u & 0xFFFF0000u) + 0x10000u);
-    const float r = gpu::bf16_to_float(gpu::bf16_from_float(f));
+    const float lo = gradlab::f32_from_bits(u & 0xFFFF0000u);  // truncation (toward zero)
+    const float hi = gradlab::f32_from_bits((u & 0xFFFF0000u) + 0x10000u);
+    const float r = gradlab::bf16_to_float(gradlab::bf16_from_float(f));
     const double dlo = std::fabs(static_cast<double>(f) - lo), dhi = std::fabs(static_cast<double>(hi) - f);
     if (dlo < dhi) {
       ASSERT_EQ(r, lo);
@@ -343,7 +343,7 @@ TEST(HalfStorage, BFloat16KeepsTheNearestOfItsTwoNeighbours) {
       ASSERT_EQ(r, hi);
     }
   }
-  EXPECT_EQ(gpu::bf16_to_float(gpu::bf16_from_float(1.0f)), 1.0f);
+  EXPECT_EQ(gradlab::bf16_to_float(gradlab::bf16_from_float(1.0f)), 1.0f);
 }
 
 TEST(HalfStorage, TensorsConvertToHalfTypesIdenticallyOnCpuAndCuda) {

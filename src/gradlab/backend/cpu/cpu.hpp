@@ -5,24 +5,20 @@
 
 #include <utility>
 
+#include "gradlab/backend/math/elementwise.hpp"
+#include "gradlab/backend/math/reduce.hpp"
 #include "gradlab/core/tensor.hpp"
 
 namespace gradlab::cpu {
 
-enum class Unary {
-  Neg, Exp, Log, Sqrt, Abs, Sin, Cos, Tanh, Sigmoid, Relu, Sign, Erf,
-  LeakyRelu,  // p0 = negative slope
-  Clamp,      // p0 = min, p1 = max (±inf for none); NaN stays NaN
-  PowScalar,  // p0 = exponent
-  IsFinite,   // -> bool
-  LogicalNot  // bool -> bool
-};
-/// y = f(x) elementwise; float32/float64 (Neg, Abs, Sign, Clamp also int64).
+// The elementwise ops and their formulas: backend/math/elementwise.hpp.
+using math::Binary;
+using math::Unary;
+/// y = f(x) elementwise; p0, p1 are the op's parameters (math::param converts them per dtype).
+/// float32/float64 (the N-kind ops also int64); IsFinite gives bool, LogicalNot takes bool.
 Tensor unary(Unary op, const Tensor& x, double p0 = 0, double p1 = 0);
 
-enum class Binary { Add, Sub, Mul, Div, Pow, Maximum, Minimum, Gt, Lt, Ge, Le, Eq, Ne, And, Or };
-/// Comparisons and And/Or give bool.
-bool is_comparison(Binary op);
+using math::is_comparison;  // comparisons and And/Or give bool
 /// c = f(a, b) elementwise; a and b have the same shape and dtype (any strides, stride 0 allowed).
 Tensor binary(Binary op, const Tensor& a, const Tensor& b);
 /// out = f(out, b) in place; b has out's shape (any strides) and dtype.
@@ -37,7 +33,7 @@ Tensor contiguous(const Tensor& x);
 /// A contiguous copy converted to `dtype`.
 Tensor cast(const Tensor& x, ScalarType dtype);
 
-enum class Reduce { Sum, Max, Min, Prod };
+using math::Reduce;
 /// Reduces `dims` (already wrapped, sorted, unique); keepdim keeps them as size 1.
 Tensor reduce(Reduce op, const Tensor& x, const Dims& dims, bool keepdim);
 /// (values, int64 indices) of the max or min along one dim; first index wins on ties.

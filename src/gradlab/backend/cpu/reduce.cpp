@@ -14,49 +14,26 @@ namespace gradlab::cpu {
 
 namespace {
 
-// float32 sums accumulate in double; float64 in double (4 interleaved partial sums).
 template <class T>
-using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
+using Acc = math::ReduceAcc<T>;
 
+// ⊕ over one contiguous row (n > 0 for max / min). Sums keep 4 interleaved partial sums.
 template <class T>
 Acc<T> row_reduce(Reduce op, const T* p, int64_t n) {
-  switch (op) {
-    case Reduce::Sum: {
-      Acc<T> s[4] = {0, 0, 0, 0};
-      int64_t i = 0;
-      for (; i + 4 <= n; i += 4)
-        for (int k = 0; k < 4; ++k) s[k] += p[i + k];
-      for (; i < n; ++i) s[0] += p[i];
-      return (s[0] + s[1]) + (s[2] + s[3]);
-    }
-    case Reduce::Prod: {
-      Acc<T> s = 1;
-      for (int64_t i = 0; i < n; ++i) s *= p[i];
-      return s;
-    }
-    case Reduce::Max:
-    case Reduce::Min: {
-      Acc<T> m = p[0];
-      for (int64_t i = 1; i < n; ++i) {
-        const Acc<T> v = p[i];
-        if (v != v) return v;  // NaN wins, as in PyTorch
-        if (op == Reduce::Max ? v > m : v < m) m = v;
-      }
-      return m;
-    }
+  if (op == Reduce::Sum) {
+    Acc<T> s[4] = {0, 0, 0, 0};
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4)
+      for (int k = 0; k < 4; ++k) s[k] += p[i + k];
+    for (; i < n; ++i) s[0] += p[i];
+    return (s[0] + s[1]) + (s[2] + s[3]);
   }
-  return 0;
+  Acc<T> m = p[0];
+  for (int64_t i = 1; i < n; ++i) m = math::reduce_combine<Acc<T>>(op, m, static_cast<Acc<T>>(p[i]));
+  return m;
 }
 
-const char* reduce_name(Reduce op) {
-  switch (op) {
-    case Reduce::Sum: return "sum";
-    case Reduce::Max: return "max";
-    case Reduce::Min: return "min";
-    case Reduce::Prod: return "prod";
-  }
-  return "reduce";
-}
+using math::reduce_name;
 
 // x permuted so that the dims in `dims` come last (order kept), plus the kept sizes.
 Tensor move_dims_last(const Tensor& x, const Dims& dims, Shape& kept) {

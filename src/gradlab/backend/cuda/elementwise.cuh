@@ -1,6 +1,7 @@
 #pragma once
 // Elementwise CUDA kernels: unary, binary (operands already broadcast by `expand`: stride 0),
-// in-place binary, copy with dtype conversion, fill, where. CPU reference: cpu/elementwise.cpp.
+// in-place binary, copy with dtype conversion, fill, where. The formulas are those of the CPU
+// kernels (backend/math/elementwise.hpp), picked at run time inside one kernel per dtype.
 // One thread per output element i; each operand's element offset comes from its Indexer, so any
 // strides (transposed, sliced, expanded) work without a copy.
 
@@ -11,114 +12,10 @@
 
 namespace gradlab::gpu::detail {
 
-// y = f(x) for one element. p0/p1 as in cpu::unary (leaky slope, clamp bounds, exponent).
-template <class T>
-GRADLAB_HD inline T unary_value(Unary op, T x, double p0, double p1) {
-  if constexpr (std::is_floating_point_v<T>) {
-    switch (op) {
-      case Unary::Neg: return -x;
-      case Unary::Exp: return g_exp(x);
-      case Unary::Log: return g_log(x);
-      case Unary::Sqrt: return g_sqrt(x);
-      case Unary::Abs: return g_fabs(x);
-      case Unary::Sin: return g_sin(x);
-      case Unary::Cos: return g_cos(x);
-      case Unary::Tanh: return g_tanh(x);
-      case Unary::Sigmoid: return T(1) / (T(1) + g_exp(-x));
-      case Unary::Relu: return x < T(0) ? T(0) : x;  // NaN stays NaN
-      case Unary::Sign: return x > T(0) ? T(1) : (x < T(0) ? T(-1) : T(0));
-      case Unary::Erf: return g_erf(x);
-      case Unary::LeakyRelu: return x < T(0) ? x * T(p0) : x;
-      case Unary::PowScalar: return p0 == 2.0 ? x * x : g_pow(x, T(p0));
-      case Unary::Clamp: {
-        const T lo = g_isfinite(p0) ? T(p0) : std::numeric_limits<T>::lowest();
-        const T hi = g_isfinite(p1) ? T(p1) : std::numeric_limits<T>::max();
-        return x < lo ? lo : (x > hi ? hi : x);
-      }
-      default: return x;
-    }
-  } else {  // int64: the ops unary_supported() lets through
-    switch (op) {
-      case Unary::Neg: return -x;
-      case Unary::Abs: return x < 0 ? -x : x;
-      case Unary::Sign: return x > 0 ? T(1) : (x < 0 ? T(-1) : T(0));
-      case Unary::Clamp: {
-        const T lo = g_isfinite(p0) ? static_cast<T>(p0) : std::numeric_limits<T>::lowest();
-        const T hi = g_isfinite(p1) ? static_cast<T>(p1) : std::numeric_limits<T>::max();
-        return x < lo ? lo : (x > hi ? hi : x);
-      }
-      default: return x;
-    }
-  }
-}
-
-template <class T>
-GRADLAB_HD inline T binary_value(Binary op, T a, T b) {
-  if constexpr (std::is_same_v<T, bool>) {
-    switch (op) {
-      case Binary::And: case Binary::Mul: return a && b;
-      case Binary::Or: case Binary::Add: return a || b;
-      default: return false;
-    }
-  } else {
-    switch (op) {
-      case Binary::Add: return a + b;
-      case Binary::Sub: return a - b;
-      case Binary::Mul: return a * b;
-      case Binary::Div: return a / b;
-      case Binary::Pow:
-        if constexpr (std::is_floating_point_v<T>) return g_pow(a, b);
-        else return static_cast<T>(g_pow(static_cast<double>(a), static_cast<double>(b)));
-      // NaN propagates, as in PyTorch: pick a when a > b or a is NaN.
-      case Binary::Maximum: return (a > b || g_isnan(a)) ? a : b;
-      case Binary::Minimum: return (a < b || g_isnan(a)) ? a : b;
-      default: return a;
-    }
-  }
-}
-
-template <class T>
-GRADLAB_HD inline bool compare_value(Binary op, T a, T b) {
-  switch (op) {
-    case Binary::Gt: return a > b;
-    case Binary::Lt: return a < b;
-    case Binary::Ge: return a >= b;
-    case Binary::Le: return a <= b;
-    case Binary::Eq: return a == b;
-    case Binary::Ne: return a != b;
-    case Binary::And: return static_cast<bool>(a) && static_cast<bool>(b);
-    case Binary::Or: return static_cast<bool>(a) || static_cast<bool>(b);
-    default: return false;
-  }
-}
-
 template <class T>
 GRADLAB_HD inline bool finite_value(T x) {
-  if constexpr (std::is_floating_point_v<T>) return g_isfinite(x);
+  if constexpr (std::is_floating_point_v<T>) return math::isfinite(x);
   else return true;
-}
-
-// R = bool for comparisons (and the logical ops on bool), else R = T.
-template <class T, class R>
-GRADLAB_HD inline R binary_elem(Binary op, T a, T b) {
-  if constexpr (std::is_same_v<T, bool>)
-    return (op == Binary::Eq || op == Binary::Ne) ? compare_value<T>(op, a, b) : binary_value<T>(op, a, b);
-  else if constexpr (std::is_same_v<R, bool>) return compare_value<T>(op, a, b);
-  else return binary_value<T>(op, a, b);
-}
-
-inline bool unary_supported(Unary op, ScalarType dt) {
-  if (dt == kFloat32 || dt == kFloat64) return op != Unary::LogicalNot;
-  if (dt == kInt64) return op == Unary::Neg || op == Unary::Abs || op == Unary::Sign || op == Unary::Clamp;
-  return false;
-}
-
-inline bool binary_supported(Binary op, ScalarType dt) {
-  if (dt == kBool)
-    return op == Binary::And || op == Binary::Mul || op == Binary::Or || op == Binary::Add ||
-           op == Binary::Eq || op == Binary::Ne;
-  if (op == Binary::And || op == Binary::Or) return false;  // logical ops need bool
-  return dt == kFloat32 || dt == kFloat64 || dt == kInt64;
 }
 
 template <class X, class T>
@@ -126,7 +23,8 @@ void unary_t(Unary op, const Tensor& x, const Tensor& y, double p0, double p1) {
   const Indexer ix = make_indexer(x, "unary kernel");
   const T* px = dptr<const T>(x);
   T* py = dptr<T>(y);
-  X::for_each(y.numel(), [=] GRADLAB_HD(int64_t i) { py[i] = unary_value<T>(op, px[ix(i)], p0, p1); },
+  const T p = math::param<T>(p0), q = math::param<T>(p1);
+  X::for_each(y.numel(), [=] GRADLAB_HD(int64_t i) { py[i] = math::unary_value<T>(op, px[ix(i)], p, q); },
               "unary kernel");
 }
 
@@ -154,7 +52,7 @@ void binary_t(Binary op, const Tensor& a, const Tensor& b, const Tensor& out) {
   const T* pa = dptr<const T>(a);
   const T* pb = dptr<const T>(b);
   R* po = dptr<R>(out);
-  X::for_each(out.numel(), [=] GRADLAB_HD(int64_t i) { po[io(i)] = binary_elem<T, R>(op, pa[ia(i)], pb[ib(i)]); },
+  X::for_each(out.numel(), [=] GRADLAB_HD(int64_t i) { po[io(i)] = math::binary_value<T, R>(op, pa[ia(i)], pb[ib(i)]); },
               "binary kernel");
 }
 
@@ -200,7 +98,7 @@ Tensor Elementwise<X>::unary(Unary op, const Tensor& x, double p0, double p1) {
     visit_dtype(x.dtype(), "isfinite", [&]<class T>() { detail::isfinite_t<X, T>(x, y); });
     return y;
   }
-  GRADLAB_CHECK(detail::unary_supported(op, x.dtype()), DTypeError, "unary kernel",
+  GRADLAB_CHECK(math::supported(op, x.dtype()), DTypeError, "unary kernel",
                 "op not defined for this dtype", "float32 or float64", to_string(x.dtype()));
   Tensor y = make_tensor(x.sizes(), x.dtype(), x.device());
   visit_dtype(x.dtype(), "unary kernel", [&]<class T>() {
@@ -211,9 +109,9 @@ Tensor Elementwise<X>::unary(Unary op, const Tensor& x, double p0, double p1) {
 
 template <class X>
 Tensor Elementwise<X>::binary(Binary op, const Tensor& a, const Tensor& b) {
-  GRADLAB_CHECK(detail::binary_supported(op, a.dtype()), DTypeError, "binary kernel", "op not defined for this dtype", "float32, float64 or int64",
+  GRADLAB_CHECK(math::supported(op, a.dtype()), DTypeError, "binary kernel", "op not defined for this dtype", "float32, float64 or int64",
                 to_string(a.dtype()), "convert with .to(kFloat32) first");
-  const bool cmp = cpu::is_comparison(op);
+  const bool cmp = math::is_comparison(op);
   Tensor out = make_tensor(a.sizes(), cmp ? kBool : a.dtype(), a.device());
   visit_dtype(a.dtype(), "binary kernel", [&]<class T>() {
     if (cmp) detail::binary_t<X, T, bool>(op, a, b, out);
@@ -224,7 +122,7 @@ Tensor Elementwise<X>::binary(Binary op, const Tensor& a, const Tensor& b) {
 
 template <class X>
 void Elementwise<X>::binary_(Binary op, Tensor& out, const Tensor& b) {
-  GRADLAB_CHECK(detail::binary_supported(op, out.dtype()) && !cpu::is_comparison(op), DTypeError,
+  GRADLAB_CHECK(math::supported(op, out.dtype()) && !math::is_comparison(op), DTypeError,
                 "binary kernel", "op not defined in place for this dtype", "float32, float64 or int64",
                 to_string(out.dtype()));
   visit_dtype(out.dtype(), "binary kernel", [&]<class T>() { detail::binary_t<X, T, T>(op, out, b, out); });

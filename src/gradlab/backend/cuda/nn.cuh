@@ -191,10 +191,10 @@ void cross_entropy_forward_t(const Tensor& x, const Tensor& target, const Tensor
         const T* row = px + i * xs0;
         T m = -std::numeric_limits<T>::infinity();
         for (int64_t c = 0; c < C; ++c) m = row[c * xs1] > m ? row[c * xs1] : m;
-        if (!g_isfinite(m)) m = T(0);
+        if (!math::isfinite(m)) m = T(0);
         T s = 0, total = 0;
-        for (int64_t c = 0; c < C; ++c) s += g_exp(row[c * xs1] - m), total += row[c * xs1];
-        const T l = m + g_log(s);
+        for (int64_t c = 0; c < C; ++c) s += math::exp(row[c * xs1] - m), total += row[c * xs1];
+        const T l = m + math::log(s);
         pe[i] = l;
         const int64_t t = pt[i * ts];
         if (t == ignore_index) {
@@ -241,7 +241,7 @@ void cross_entropy_backward_t(const Tensor& x, const Tensor& lse, const Tensor& 
           return;
         }
         const T s = convert<T, S>(ps[i * ss]);
-        T v = (g_exp(px[i * xs0 + c * xs1] - pl[i * ls]) - uniform) * s;
+        T v = (math::exp(px[i * xs0 + c * xs1] - pl[i * ls]) - uniform) * s;
         if (c == t) v -= hit * s;
         pd[idx] = v;
       },

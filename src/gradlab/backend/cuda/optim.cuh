@@ -85,7 +85,7 @@ void adam_step_t(const Tensor& p, const Tensor& grad, const Tensor& exp_avg,
         const T v = pv2[vo] * b2 + (g * g) * one_minus_b2;
         pm[mo] = m;
         pv2[vo] = v;
-        const T denom = g_sqrt(v) / bc2_sqrt + eps_t;
+        const T denom = math::sqrt(v) / bc2_sqrt + eps_t;
         pp[po] = pv + (m / denom) * neg_step;
       },
       op);

@@ -1,5 +1,5 @@
 #pragma once
-// Reduction CUDA kernels: sum / prod / max / min over dims, max / min with their index over one
+// Reduction CUDA kernels: sum / max / min over dims, max / min with their index over one
 // dim, and the column sums of a matrix (a bias gradient). CPU reference: cpu/reduce.cpp and
 // sum_rows in cpu/nn.cpp.
 //
@@ -36,38 +36,18 @@ inline int64_t reduce_width(int64_t nout, int64_t nred) {
   return (nred + kReduceChunk - 1) / kReduceChunk;  // <= nred: every slice is non-empty
 }
 
-/// float32 / float64 accumulate in double, int64 and bool in int64 (as the CPU).
 template <class T>
-using ReduceAcc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
+using ReduceAcc = math::ReduceAcc<T>;
 
 template <class A>
 inline constexpr ScalarType kAccDtype = std::is_same_v<A, double> ? kFloat64 : kInt64;
 
-inline const char* reduce_name(Reduce op) {
-  switch (op) {
-    case Reduce::Sum: return "sum";
-    case Reduce::Max: return "max";
-    case Reduce::Min: return "min";
-    case Reduce::Prod: return "prod";
-  }
-  return "reduce";
-}
-
-/// acc ⊕ v. max/min: NaN wins (a NaN acc is never replaced by a number), as the CPU and PyTorch.
-template <class A>
-GRADLAB_HD inline A reduce_combine(Reduce op, A acc, A v) {
-  switch (op) {
-    case Reduce::Sum: return acc + v;
-    case Reduce::Prod: return acc * v;
-    case Reduce::Max: return (v > acc || g_isnan(v)) ? v : acc;
-    case Reduce::Min: return (v < acc || g_isnan(v)) ? v : acc;
-  }
-  return acc;
-}
+using math::reduce_combine;
+using math::reduce_name;
 
 // One pass: out[j * C + c] = ⊕ over r = c, c + C, c + 2C, ... < nred of in[ik(j) + ir(r)].
-// Sum starts at 0, prod at 1 (an empty row gives those); max/min start at the slice's first
-// element (nred > 0 there, and c < C <= nred).
+// Sum starts at 0 (an empty row gives 0); max/min start at the slice's first element (nred > 0
+// there, and c < C <= nred).
 // S: element type read, A: accumulator, O: type stored (A for partials, the output dtype last).
 template <class X, class S, class A, class O>
 void reduce_pass(Reduce op, const S* in, Indexer ik, Indexer ir, int64_t nout, int64_t nred, int64_t C, O* out,
@@ -77,8 +57,8 @@ void reduce_pass(Reduce op, const S* in, Indexer ik, Indexer ir, int64_t nout, i
       [=] GRADLAB_HD(int64_t t) {
         const int64_t j = t / C, c = t % C;
         const S* row = in + ik(j);
-        const bool from_first = op == Reduce::Max || op == Reduce::Min;
-        A acc = from_first ? static_cast<A>(row[ir(c)]) : (op == Reduce::Prod ? A(1) : A(0));
+        const bool from_first = math::reduce_from_first(op);
+        A acc = from_first ? static_cast<A>(row[ir(c)]) : A(0);
         for (int64_t r = from_first ? c + C : c; r < nred; r += C) acc = reduce_combine<A>(op, acc, static_cast<A>(row[ir(r)]));
         out[t] = static_cast<O>(acc);
       },
@@ -125,7 +105,7 @@ void reduce_t(Reduce op, const Tensor& x, const Dims& dims, const Tensor& out, c
 /// the first NaN if there is one, else the first position of the max.
 template <class T>
 GRADLAB_HD inline bool arg_beats(Reduce op, T v, int64_t i, T b, int64_t bi) {
-  const bool vn = g_isnan(v), bn = g_isnan(b);
+  const bool vn = math::isnan(v), bn = math::isnan(b);
   if (vn || bn) return vn && (!bn || i < bi);
   if (v == b) return i < bi;
   return op == Reduce::Max ? v > b : v < b;
