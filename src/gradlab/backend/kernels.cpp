@@ -6,6 +6,7 @@
 #include "gradlab/backend/cuda/exec.hpp"
 #include "gradlab/backend/cuda/gpu.hpp"
 #include "gradlab/backend/cuda/runtime.hpp"
+#include "gradlab/core/dispatch.hpp"
 #include "gradlab/core/tensor_impl.hpp"
 
 namespace gradlab::kern {
@@ -118,6 +119,9 @@ Tensor cross_entropy_backward(const Tensor& logits, const Tensor& lse, const Ten
 }
 
 #undef GRADLAB_ON
+
+// core's own functions (factories, to_vector) reach copy and fill through core/dispatch.hpp.
+const bool kCoreKernelsRegistered = (dispatch::set_core_kernels({&copy, &fill}), true);
 
 }  // namespace gradlab::kern
 

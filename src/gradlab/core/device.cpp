@@ -1,6 +1,6 @@
 #include "gradlab/core/device.hpp"
 
-#include "gradlab/backend/cuda/runtime.hpp"
+#include "gradlab/core/dispatch.hpp"
 #include "gradlab/core/error.hpp"
 
 namespace gradlab {
@@ -10,6 +10,8 @@ std::string Device::str() const {
   return index < 0 ? "cuda" : "cuda:" + std::to_string(index);
 }
 
-void check_device_available(const Device& d, const char* op) { (void)cuda_rt::resolve(d, op); }
+void check_device_available(const Device& d, const char* op) {
+  if (d.is_cuda()) (void)dispatch::cuda_memory(op).resolve(d, op);
+}
 
 }  // namespace gradlab

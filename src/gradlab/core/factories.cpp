@@ -4,14 +4,18 @@
 #include <cmath>
 #include <numeric>
 
-#include "gradlab/backend/cpu/cpu.hpp"
-#include "gradlab/backend/kernels.hpp"
-#include "gradlab/backend/cpu/loops.hpp"
+#include "gradlab/core/dispatch.hpp"
+#include "gradlab/core/half.hpp"
 #include "gradlab/core/tensor_impl.hpp"
 
 namespace gradlab {
 
 namespace {
+
+template <class T>
+T* data_of(const Tensor& t) {
+  return reinterpret_cast<T*>(t.impl()->data());
+}
 
 // Factory result: storage on the requested device, then requires_grad from the options.
 Tensor finish(Tensor t, const TensorOptions& o, const char* op) {
@@ -38,7 +42,7 @@ TensorOptions on_host(TensorOptions o) { return o.device(Device(kCPU)); }
 Tensor to_device(const Tensor& host, const TensorOptions& o) {
   if (!o.device().is_cuda()) return host;
   Tensor t = make_tensor(host.sizes(), host.dtype(), o.device());
-  kern::copy(t, host);
+  dispatch::core_kernels("to").copy(t, host);
   return t;
 }
 
@@ -49,9 +53,11 @@ Tensor generate(const Shape& shape, const TensorOptions& o, const char* op, F&& 
                 "half types are storage types here", "float32, float64, int64 or bool", to_string(o.dtype()),
                 "make the tensor in float32, then convert with .to(kFloat16) / .to(kBFloat16)");
   Tensor t = alloc(shape, on_host(o), op);
-  cpu::visit_dtype(t.dtype(), op, [&]<class T>() {
-    T* p = cpu::ptr<T>(t);
-    for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<T>(next());
+  visit_storage_dtype(t.dtype(), [&]<class T>() {
+    if constexpr (!kHalfType<T>) {
+      T* p = data_of<T>(t);
+      for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<T>(next());
+    }
   });
   return finish(to_device(t, o), o, op);
 }
@@ -72,7 +78,7 @@ namespace {
 Tensor filled(const Shape& shape, const Scalar& value, TensorOptions o, const char* op) {
   if (!o.has_dtype()) o = o.dtype(value.natural_dtype());
   Tensor t = alloc(shape, o, op);
-  kern::fill(t, value);
+  dispatch::core_kernels(op).fill(t, value);
   return finish(t, o, op);
 }
 }  // namespace
@@ -178,7 +184,7 @@ Tensor from_vector(const std::vector<double>& v, const Shape& s, TensorOptions o
     GRADLAB_CHECK(static_cast<int64_t>(v.size()) == numel_of(s), ShapeError, "from_vector",
                   "number of values does not match the shape",
                   std::to_string(numel_of(s)) + " values for shape " + shape_str(s), std::to_string(v.size()) + " values");
-    std::copy(v.begin(), v.end(), cpu::ptr<double>(t));
+    std::copy(v.begin(), v.end(), data_of<double>(t));
     return finish(to_device(t, o), o, "from_vector");
   }
   return from_values(v, s, o, default_dtype());
@@ -191,7 +197,7 @@ Tensor from_vector(const std::vector<int64_t>& v, const Shape& s, TensorOptions 
     GRADLAB_CHECK(static_cast<int64_t>(v.size()) == numel_of(s), ShapeError, "from_vector",
                   "number of values does not match the shape",
                   std::to_string(numel_of(s)) + " values for shape " + shape_str(s), std::to_string(v.size()) + " values");
-    std::copy(v.begin(), v.end(), cpu::ptr<int64_t>(t));
+    std::copy(v.begin(), v.end(), data_of<int64_t>(t));
     return to_device(t, o);
   }
   return from_values(v, s, o, kInt64);

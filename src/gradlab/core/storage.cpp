@@ -6,7 +6,7 @@
 #include <new>
 #include <string>
 
-#include "gradlab/backend/cuda/runtime.hpp"
+#include "gradlab/core/dispatch.hpp"
 
 namespace gradlab {
 
@@ -92,8 +92,9 @@ void empty_cache() {
 
 Storage::Storage(std::size_t nbytes, Device device) : nbytes_(nbytes), device_(device) {
   if (device.is_cuda()) {
-    device_ = cuda_rt::resolve(device, "Storage");
-    if (nbytes > 0) data_ = cuda_rt::alloc(nbytes, "Storage");
+    const dispatch::CudaMemory& cuda = dispatch::cuda_memory("Storage");
+    device_ = cuda.resolve(device, "Storage");
+    if (nbytes > 0) data_ = cuda.alloc(nbytes, "Storage");
     return;
   }
   if (nbytes == 0) return;
@@ -118,7 +119,7 @@ Storage::Storage(std::size_t nbytes, Device device) : nbytes_(nbytes), device_(d
 
 Storage::~Storage() {
   if (!data_) return;
-  if (device_.is_cuda()) cuda_rt::free(data_);
+  if (device_.is_cuda()) dispatch::cuda_memory("Storage").free(data_);
   else give_back(data_, nbytes_);
 }
 

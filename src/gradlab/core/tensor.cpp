@@ -9,8 +9,7 @@
 #include "gradlab/autograd/engine.hpp"
 #include "gradlab/autograd/grad_mode.hpp"
 #include "gradlab/autograd/node.hpp"
-#include "gradlab/backend/cpu/cpu.hpp"
-#include "gradlab/backend/kernels.hpp"
+#include "gradlab/core/dispatch.hpp"
 #include "gradlab/core/tensor_impl.hpp"
 
 namespace gradlab {
@@ -96,7 +95,7 @@ namespace {
 Tensor host_copy(const Tensor& t) {
   if (!t.is_cuda()) return t;
   Tensor h = make_tensor(t.sizes(), t.dtype(), Device(kCPU));
-  kern::copy(h, t);
+  dispatch::core_kernels("to_vector").copy(h, t);
   return h;
 }
 }  // namespace
@@ -104,7 +103,8 @@ Tensor host_copy(const Tensor& t) {
 template <class T>
 std::vector<T> Tensor::to_vector() const {
   check_defined("to_vector");
-  Tensor c = kern::cast(host_copy(*this), dtype_of<T>());
+  Tensor c = make_tensor(sizes(), dtype_of<T>(), Device(kCPU));
+  dispatch::core_kernels("to_vector").copy(c, host_copy(*this));
   const T* p = reinterpret_cast<const T*>(c.impl()->data());
   return std::vector<T>(p, p + c.numel());
 }

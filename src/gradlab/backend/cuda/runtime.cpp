@@ -3,6 +3,7 @@
 // parts only when nvcc was found (GRADLAB_HAVE_CUDA).
 
 #include "gradlab/backend/cuda/runtime.hpp"
+#include "gradlab/core/dispatch.hpp"
 
 #include <chrono>
 #include <cstdlib>
@@ -182,6 +183,9 @@ void* alloc(std::size_t nbytes, const char* op) {
 void free(void* p) {
   if (CachingAllocator* a = allocator()) a->free(p);
 }
+
+// Storage (core/) reaches CUDA memory through core/dispatch.hpp.
+const bool kCudaMemoryRegistered = (dispatch::set_cuda_memory({&resolve, &alloc, &free}), true);
 
 void copy_to_host(void* dst, const void* src, std::size_t n, const char* op) {
   if (n == 0) return;
