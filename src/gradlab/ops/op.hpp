@@ -1,19 +1,21 @@
 #pragma once
 // How a built-in op is written. Each op is a struct: its members hold what backward needs,
-// forward(...) computes with backend kernels, backward(dy) is written with gradlab's own ops
-// (so with create_graph the backward pass is itself recorded). For example:
+// forward(...) computes with the dispatched kernels (kern::, which pick the CPU or CUDA one),
+// backward(dy) is written with gradlab's own ops (so with create_graph the backward pass is itself
+// recorded). For example:
 //
 //   // y = exp(x)        dx = dy * y        (saves y: the output is the derivative)
 //   struct Exp : Op<Exp> {
 //     static constexpr const char* kName = "ExpBackward0";
 //     SavedTensor y_;
-//     Tensor forward(const Tensor& x) { Tensor y = cpu::unary(cpu::Unary::Exp, x); save(y_, y, kOutput); return y; }
+//     Tensor forward(const Tensor& x) { Tensor y = kern::unary(Unary::Exp, x); save(y_, y, kOutput); return y; }
 //     GradList backward(const GradList& dy) { return {dy[0] * y_.unpack()}; }
 //   };
 //   Tensor exp(const Tensor& x, Site site) { return record<Exp>(site, x); }
 //
 // record<Op>(site, args...) runs forward with grad mode off, and — only when grad mode is on and
-// an input requires grad — keeps the struct as the graph node of the outputs.
+// an input requires grad — keeps the struct as the graph node of the outputs. The built-in structs
+// live in ops/internal/*.hpp (one header per ops/*.cpp).
 
 #include <memory>
 #include <string>
@@ -26,7 +28,12 @@
 
 namespace gradlab::autograd {
 
-inline constexpr bool kOutput = true;
+/// Marks a saved tensor as output `nr` of the op that saves it (see Op::save).
+struct Output {
+  uint32_t nr = 0;
+};
+/// Output 0, the common case: `save(y_, y, kOutput)`.
+inline constexpr Output kOutput{};
 
 /// Notes that an op struct named `name` is compiled into the program (called at load time).
 bool register_op(const char* name);
@@ -48,10 +55,19 @@ class Op : public Node {
   void set_recording(bool r) { recording_ = r; }
 
  protected:
-  /// Keeps `t` for backward (only when recording).
-  void save(SavedTensor& slot, const Tensor& t, bool is_output = false) {
+  /// Keeps `t` (an input, or any tensor this op did not make) for backward (only when recording).
+  void save(SavedTensor& slot, const Tensor& t) {
     if (!recording_ || !t.defined()) return;
-    slot.save(t, this, is_output);
+    slot.save(t, this, /*is_output=*/false);
+    register_saved(&slot);
+  }
+  /// Keeps output `out.nr` of this op for backward: stored without its grad_fn (this node: a
+  /// cycle) and given it back, at that output slot, when unpacked. So under create_graph the
+  /// gradient through it reaches the right output, and an in-place write to it is reported as
+  /// "output <nr> of <this op>". A multi-output op passes the index: `save(i_, i, Output{1})`.
+  void save(SavedTensor& slot, const Tensor& t, Output out) {
+    if (!recording_ || !t.defined()) return;
+    slot.save(t, this, /*is_output=*/true, out.nr);
     register_saved(&slot);
   }
 

@@ -46,7 +46,7 @@ struct MaxPool2d : Op<MaxPool2d> {
   std::vector<Tensor> forward(const Tensor& x, const kern::Window2d& w) {
     in_shape = x.sizes();
     auto [y, i] = kern::max_pool2d(x, w);
-    save(idx_, i);
+    save(idx_, i, Output{1});  // the indices are output 1
     return {y, i};
   }
   GradList backward(const GradList& g) {

@@ -71,7 +71,7 @@ struct MaxMinDim : Op<MaxMinDim<IsMax>> {
     dim = d;
     keepdim = k;
     auto [v, i] = kern::reduce_index(IsMax ? kern::Reduce::Max : kern::Reduce::Min, x, d, k);
-    this->save(idx_, i);
+    this->save(idx_, i, Output{1});  // the indices are output 1
     return {v, i};
   }
   GradList backward(const GradList& g) {
