@@ -87,7 +87,11 @@ auto record_without_anomaly(const Site& site, Args&&... args) {
   }();
   std::vector<Tensor*> outputs;
   autograd::detail::outputs_of(outputs, out);
-  if (rec) autograd::connect(op, inputs, outputs);
+  if (rec) {
+    if (autograd::detail::backward_overrides_installed.load(std::memory_order_relaxed) != 0)
+      op->set_backward_override(autograd::detail::find_backward_override(typeid(OpT)));
+    autograd::connect(op, inputs, outputs);
+  }
   return out;
 }
 

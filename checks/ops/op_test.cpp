@@ -1,10 +1,12 @@
 // Op<T> itself (ops/op.hpp): what Op::save's output index does, on a library op and on an op
-// written as a user would write one.
+// written as a user would write one; a backward override (testing/mutants.hpp) on that user op.
 
 #include <cmath>
 
 #include "common/check_helpers.hpp"
 #include "gradlab/ops/op.hpp"
+#include "gradlab/testing/gradcheck.hpp"
+#include "gradlab/testing/mutants.hpp"
 
 namespace gradlab {
 namespace {
@@ -75,6 +77,22 @@ TEST(OpSave, IndicesOfMaxModifiedInPlaceAreNamedAsOutputOne) {
     EXPECT_THAT(e.what(), HasSubstr("which is output 1 of MaxBackward0"));
     EXPECT_THAT(e.what(), HasSubstr("is at version 1; expected version 0"));
   }
+}
+
+TEST(OpOverride, AUsersOwnOpStructCanBeMutatedAndGradcheckCatchesIt) {
+  const testing::TensorFn f = [](const TensorList& in) {
+    return autograd::record<SinCos<1>>(Site::current(), in[0]);
+  };
+  const Tensor x = f64({0.3, 1.1, -0.7}).requires_grad_(true);
+  const auto o = testing::GradcheckOptions().raise_exception(false);
+  EXPECT_TRUE(testing::gradcheck(f, {x}, o).ok);
+  // MUTANT: dx = ds * c + dc * s (the minus of d cos = -sin lost)
+  testing::BackwardOverride<SinCos<1>> m([](SinCos<1>& op, const GradList& g) {
+    return GradList{g[0] * op.c_.unpack() + g[1] * op.s_.unpack()};
+  });
+  const testing::GradcheckReport r = testing::gradcheck(f, {x}, o);
+  EXPECT_FALSE(r.ok);
+  EXPECT_THAT(r.text(), HasSubstr("output 1")) << "the wrong entries are those of cos: " << r.text();
 }
 
 }  // namespace

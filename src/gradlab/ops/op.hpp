@@ -17,9 +17,12 @@
 // an input requires grad — keeps the struct as the graph node of the outputs. The built-in structs
 // live in ops/internal/*.hpp (one header per ops/*.cpp).
 
+#include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <typeinfo>
 #include <vector>
 #include <utility>
 
@@ -41,6 +44,19 @@ bool register_op(const char* name);
 /// coverage test compares it with the nodes its rows produce: a new op without a row fails.
 std::vector<std::string> registered_ops();
 
+namespace detail {
+/// A backward that replaces an op struct's own; it gets the node (the real struct) to cast back.
+using BackwardFn = std::function<GradList(Node&, const GradList&)>;
+/// How many backward overrides are installed (testing/mutants.hpp). Zero outside tests, so
+/// record() pays one relaxed load. Defined in op_registry.cpp: one counter for the library and
+/// every program linked to it.
+extern std::atomic<int> backward_overrides_installed;
+/// The latest override installed for the op struct `op`, or null.
+std::shared_ptr<const BackwardFn> find_backward_override(const std::type_info& op);
+void install_backward_override(const std::type_info& op, std::shared_ptr<const BackwardFn> fn);
+void remove_backward_override(const std::type_info& op, const BackwardFn* fn);
+}  // namespace detail
+
 /// CRTP base of built-in ops.
 template <class Derived>
 class Op : public Node {
@@ -49,10 +65,17 @@ class Op : public Node {
     (void)&kRegistered;  // odr-use: instantiating the op registers its name
     return Derived::kName;
   }
-  GradList apply(GradList&& grads) override { return static_cast<Derived*>(this)->backward(grads); }
+  GradList apply(GradList&& grads) override {
+    Derived& self = static_cast<Derived&>(*this);
+    if (backward_override_) [[unlikely]] return (*backward_override_)(self, grads);
+    return self.backward(grads);
+  }
   /// True while a graph is being recorded (forward may skip saving otherwise).
   bool recording() const { return recording_; }
   void set_recording(bool r) { recording_ = r; }
+  /// Replaces this node's backward (a test's mutant: testing::BackwardOverride sets it through
+  /// record()). The struct's own members stay what forward saved.
+  void set_backward_override(std::shared_ptr<const detail::BackwardFn> fn) { backward_override_ = std::move(fn); }
 
  protected:
   /// Keeps `t` (an input, or any tensor this op did not make) for backward (only when recording).
@@ -73,6 +96,7 @@ class Op : public Node {
 
  private:
   bool recording_ = false;
+  std::shared_ptr<const detail::BackwardFn> backward_override_;
   static inline const bool kRegistered = register_op(Derived::kName);
 };
 
@@ -92,7 +116,11 @@ auto record(const Site& site, Args&&... args) {
   }();
   std::vector<Tensor*> outputs;
   detail::outputs_of(outputs, out);
-  if (rec) connect(op, inputs, outputs);
+  if (rec) {
+    if (detail::backward_overrides_installed.load(std::memory_order_relaxed) != 0) [[unlikely]]
+      op->set_backward_override(detail::find_backward_override(typeid(OpT)));
+    connect(op, inputs, outputs);
+  }
   check_forward_anomaly(OpT::kName, site, inputs, outputs);
   return out;
 }
