@@ -6,7 +6,7 @@
 // element) versus fast mode (uᵀJv per input: a few evaluations), default checks on in both.
 //
 // Anomaly mode off: every op runs `check_forward_anomaly`, which returns after one relaxed atomic
-// load when anomaly mode is off. The A/B below runs the same op structs through
+// load when anomaly mode is off. The A/B below runs the library's op structs through
 // autograd::record (with the check) and through a copy of record without that one line (what a
 // build without anomaly mode would run); BM_AnomalyFlagLoad is the engine's per-node cost in
 // backward (the same load, twice per node).
@@ -14,7 +14,7 @@
 #include <benchmark/benchmark.h>
 
 #include "gradlab/gradlab.hpp"
-#include "gradlab/ops/common.hpp"
+#include "gradlab/ops/internal/elementwise.hpp"
 #include "gradlab/testing/gradcheck.hpp"
 
 namespace {
@@ -70,35 +70,7 @@ BENCHMARK(BM_Gradcheck_FastMode)->Unit(benchmark::kMillisecond);
 // ---- anomaly mode off: the same ops with and without the check
 // -------------------------------------
 
-// Copies of two op structs (elementwise.cpp), so both paths run identical nodes.
-// c = a * b          da = dc * b, db = dc * a
-struct Mul : Op<Mul> {
-  static constexpr const char* kName = "MulBackward0";
-  SavedTensor a_, b_;
-  Tensor forward(const Tensor& a, const Tensor& b) {
-    if (b.requires_grad()) save(a_, a);
-    if (a.requires_grad()) save(b_, b);
-    return cpu::binary(cpu::Binary::Mul, a, b);
-  }
-  GradList backward(const GradList& g) {
-    return {needs_input_grad(0) ? g[0] * b_.unpack() : Tensor(),
-            needs_input_grad(1) ? g[0] * a_.unpack() : Tensor()};
-  }
-};
-// y = tanh(x)        dx = dy * (1 - y²)
-struct Tanh : Op<Tanh> {
-  static constexpr const char* kName = "TanhBackward0";
-  SavedTensor y_;
-  Tensor forward(const Tensor& x) {
-    Tensor y = cpu::unary(cpu::Unary::Tanh, x);
-    save(y_, y, kOutput);
-    return y;
-  }
-  GradList backward(const GradList& g) {
-    Tensor y = y_.unpack();
-    return {g[0] * (1 - y * y)};
-  }
-};
+// Both paths record the library's own op structs (ops/internal/elementwise.hpp): Mul and Tanh.
 
 // autograd::record without its last line (check_forward_anomaly): a build without anomaly mode.
 template <class OpT, class... Args>
@@ -115,7 +87,11 @@ auto record_without_anomaly(const Site& site, Args&&... args) {
   }();
   std::vector<Tensor*> outputs;
   autograd::detail::outputs_of(outputs, out);
-  if (rec) autograd::connect(op, inputs, outputs);
+  if (rec) {
+    if (autograd::detail::backward_overrides_installed.load(std::memory_order_relaxed) != 0)
+      op->set_backward_override(autograd::detail::find_backward_override(typeid(OpT)));
+    autograd::connect(op, inputs, outputs);
+  }
   return out;
 }
 

@@ -28,4 +28,5 @@
 #include "gradlab/data/data.hpp"
 #include "gradlab/io/io.hpp"
 #include "gradlab/testing/gradcheck.hpp"
+#include "gradlab/testing/mutants.hpp"
 #include "gradlab/testing/op_table.hpp"

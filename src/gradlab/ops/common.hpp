@@ -14,6 +14,7 @@ namespace gradlab::ops_detail {
 
 using autograd::GradList;
 using autograd::kOutput;
+using autograd::Output;
 using autograd::Op;
 using autograd::record;
 using autograd::SavedTensor;

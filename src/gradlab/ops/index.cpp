@@ -1,75 +1,11 @@
 // Indexing ops. Each pair is the other's backward: gather <-> scatter_add, index_select <-> index_add.
 
-#include "gradlab/ops/common.hpp"
+#include "gradlab/ops/internal/index.hpp"
 
 namespace gradlab {
 using namespace ops_detail;
 
 namespace {
-
-// y = x[.., index[i], ..] along dim      dx = index_add(zeros(x.shape), dim, index, dy)
-struct IndexSelect : Op<IndexSelect> {
-  static constexpr const char* kName = "IndexSelectBackward0";
-  Shape in_shape;
-  SavedTensor index_;
-  int64_t dim = 0;
-  Tensor forward(const Tensor& x, int64_t d, const Tensor& index) {
-    in_shape = x.sizes();
-    dim = d;
-    save(index_, index);
-    return kern::index_select(x, d, index);
-  }
-  GradList backward(const GradList& g) {
-    return {index_add(zeros(in_shape, g[0].options()), dim, index_.unpack(), g[0]), Tensor()};
-  }
-};
-
-// y = self; y[.., index[i], ..] += src[.., i, ..]      dself = dy, dsrc = index_select(dy, dim, index)
-struct IndexAdd : Op<IndexAdd> {
-  static constexpr const char* kName = "IndexAddBackward0";
-  SavedTensor index_;
-  int64_t dim = 0;
-  Tensor forward(const Tensor& self, int64_t d, const Tensor& index, const Tensor& src) {
-    dim = d;
-    save(index_, index);
-    return kern::index_add(self, d, index, src);
-  }
-  GradList backward(const GradList& g) {
-    return {g[0], Tensor(), needs_input_grad(2) ? index_select(g[0], dim, index_.unpack()) : Tensor()};
-  }
-};
-
-// y[i][j] = x[i][index[i][j]] (dim 1)      dx = scatter_add(zeros(x.shape), dim, index, dy)
-struct Gather : Op<Gather> {
-  static constexpr const char* kName = "GatherBackward0";
-  Shape in_shape;
-  SavedTensor index_;
-  int64_t dim = 0;
-  Tensor forward(const Tensor& x, int64_t d, const Tensor& index) {
-    in_shape = x.sizes();
-    dim = d;
-    save(index_, index);
-    return kern::gather(x, d, index);
-  }
-  GradList backward(const GradList& g) {
-    return {scatter_add(zeros(in_shape, g[0].options()), dim, index_.unpack(), g[0]), Tensor()};
-  }
-};
-
-// y = self; y[i][index[i][j]] += src[i][j] (dim 1)      dself = dy, dsrc = gather(dy, dim, index)
-struct ScatterAdd : Op<ScatterAdd> {
-  static constexpr const char* kName = "ScatterAddBackward0";
-  SavedTensor index_;
-  int64_t dim = 0;
-  Tensor forward(const Tensor& self, int64_t d, const Tensor& index, const Tensor& src) {
-    dim = d;
-    save(index_, index);
-    return kern::scatter_add(self, d, index, src);
-  }
-  GradList backward(const GradList& g) {
-    return {g[0], Tensor(), needs_input_grad(2) ? gather(g[0], dim, index_.unpack()) : Tensor()};
-  }
-};
 
 // index: int64, on x's device (a kernel reads it where x lives); a 0-d x takes one index only.
 void check_index_tensor(const char* op, const Tensor& index, const Tensor& x) {

@@ -1,27 +1,12 @@
 // Matrix products. bmm is the primitive (BLAS underneath); matmul reduces every case of
 // torch.matmul to it by unsqueezing 1-D operands and broadcasting batch dims.
 
-#include "gradlab/ops/common.hpp"
+#include "gradlab/ops/internal/linalg.hpp"
 
 namespace gradlab {
 using namespace ops_detail;
 
 namespace {
-
-// C = A @ B, batched: A [B, M, K], B [B, K, N]      dA = dC @ Bᵀ, dB = Aᵀ @ dC
-struct Bmm : Op<Bmm> {
-  static constexpr const char* kName = "BmmBackward0";
-  SavedTensor a_, b_;
-  Tensor forward(const Tensor& a, const Tensor& b) {
-    if (b.requires_grad()) save(a_, a);
-    if (a.requires_grad()) save(b_, b);
-    return kern::bmm(a, b);
-  }
-  GradList backward(const GradList& g) {
-    return {needs_input_grad(0) ? bmm(g[0], b_.unpack().transpose(1, 2)) : Tensor(),
-            needs_input_grad(1) ? bmm(a_.unpack().transpose(1, 2), g[0]) : Tensor()};
-  }
-};
 
 void check_float(const char* op, const Tensor& a, const Tensor& b) {
   GRADLAB_CHECK(a.is_floating_point() && b.is_floating_point(), DTypeError, op,

@@ -1,6 +1,6 @@
 // Tensor methods: each forwards to the free function of the same name.
 
-#include "gradlab/ops/common.hpp"
+#include "gradlab/ops/internal/shape.hpp"
 
 namespace gradlab {
 
@@ -31,21 +31,6 @@ Tensor Tensor::to(ScalarType dt, Site site) const {
   ops_detail::check_defined("to", *this);
   return ops_detail::cast_to(*this, dt, site);
 }
-namespace ops_detail {
-// y = x copied to another device        dx = dy copied back to x's device
-struct ToDevice : autograd::Op<ToDevice> {
-  static constexpr const char* kName = "ToCopyBackward0";
-  Device from_;
-  Tensor forward(const Tensor& x, Device to) {
-    from_ = x.device();
-    Tensor y = make_tensor(x.sizes(), x.dtype(), to);
-    kern::copy(y, x);
-    return y;
-  }
-  GradList backward(const GradList& dy) { return {dy[0].to(from_)}; }
-};
-}  // namespace ops_detail
-
 Tensor Tensor::to(Device d, Site site) const {
   ops_detail::check_defined("to", *this);
   if (d.type == device().type) return *this;

@@ -1,23 +1,28 @@
 #pragma once
 // How a built-in op is written. Each op is a struct: its members hold what backward needs,
-// forward(...) computes with backend kernels, backward(dy) is written with gradlab's own ops
-// (so with create_graph the backward pass is itself recorded). For example:
+// forward(...) computes with the dispatched kernels (kern::, which pick the CPU or CUDA one),
+// backward(dy) is written with gradlab's own ops (so with create_graph the backward pass is itself
+// recorded). For example:
 //
 //   // y = exp(x)        dx = dy * y        (saves y: the output is the derivative)
 //   struct Exp : Op<Exp> {
 //     static constexpr const char* kName = "ExpBackward0";
 //     SavedTensor y_;
-//     Tensor forward(const Tensor& x) { Tensor y = cpu::unary(cpu::Unary::Exp, x); save(y_, y, kOutput); return y; }
+//     Tensor forward(const Tensor& x) { Tensor y = kern::unary(Unary::Exp, x); save(y_, y, kOutput); return y; }
 //     GradList backward(const GradList& dy) { return {dy[0] * y_.unpack()}; }
 //   };
 //   Tensor exp(const Tensor& x, Site site) { return record<Exp>(site, x); }
 //
 // record<Op>(site, args...) runs forward with grad mode off, and — only when grad mode is on and
-// an input requires grad — keeps the struct as the graph node of the outputs.
+// an input requires grad — keeps the struct as the graph node of the outputs. The built-in structs
+// live in ops/internal/*.hpp (one header per ops/*.cpp).
 
+#include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <typeinfo>
 #include <vector>
 #include <utility>
 
@@ -26,13 +31,31 @@
 
 namespace gradlab::autograd {
 
-inline constexpr bool kOutput = true;
+/// Marks a saved tensor as output `nr` of the op that saves it (see Op::save).
+struct Output {
+  uint32_t nr = 0;
+};
+/// Output 0, the common case: `save(y_, y, kOutput)`.
+inline constexpr Output kOutput{};
 
 /// Notes that an op struct named `name` is compiled into the program (called at load time).
 bool register_op(const char* name);
 /// The kName of every op struct (Op<T>) compiled into the program, sorted. The op table's
 /// coverage test compares it with the nodes its rows produce: a new op without a row fails.
 std::vector<std::string> registered_ops();
+
+namespace detail {
+/// A backward that replaces an op struct's own; it gets the node (the real struct) to cast back.
+using BackwardFn = std::function<GradList(Node&, const GradList&)>;
+/// How many backward overrides are installed (testing/mutants.hpp). Zero outside tests, so
+/// record() pays one relaxed load. Defined in op_registry.cpp: one counter for the library and
+/// every program linked to it.
+extern std::atomic<int> backward_overrides_installed;
+/// The latest override installed for the op struct `op`, or null.
+std::shared_ptr<const BackwardFn> find_backward_override(const std::type_info& op);
+void install_backward_override(const std::type_info& op, std::shared_ptr<const BackwardFn> fn);
+void remove_backward_override(const std::type_info& op, const BackwardFn* fn);
+}  // namespace detail
 
 /// CRTP base of built-in ops.
 template <class Derived>
@@ -42,21 +65,38 @@ class Op : public Node {
     (void)&kRegistered;  // odr-use: instantiating the op registers its name
     return Derived::kName;
   }
-  GradList apply(GradList&& grads) override { return static_cast<Derived*>(this)->backward(grads); }
+  GradList apply(GradList&& grads) override {
+    Derived& self = static_cast<Derived&>(*this);
+    if (backward_override_) [[unlikely]] return (*backward_override_)(self, grads);
+    return self.backward(grads);
+  }
   /// True while a graph is being recorded (forward may skip saving otherwise).
   bool recording() const { return recording_; }
   void set_recording(bool r) { recording_ = r; }
+  /// Replaces this node's backward (a test's mutant: testing::BackwardOverride sets it through
+  /// record()). The struct's own members stay what forward saved.
+  void set_backward_override(std::shared_ptr<const detail::BackwardFn> fn) { backward_override_ = std::move(fn); }
 
  protected:
-  /// Keeps `t` for backward (only when recording).
-  void save(SavedTensor& slot, const Tensor& t, bool is_output = false) {
+  /// Keeps `t` (an input, or any tensor this op did not make) for backward (only when recording).
+  void save(SavedTensor& slot, const Tensor& t) {
     if (!recording_ || !t.defined()) return;
-    slot.save(t, this, is_output);
+    slot.save(t, this, /*is_output=*/false);
+    register_saved(&slot);
+  }
+  /// Keeps output `out.nr` of this op for backward: stored without its grad_fn (this node: a
+  /// cycle) and given it back, at that output slot, when unpacked. So under create_graph the
+  /// gradient through it reaches the right output, and an in-place write to it is reported as
+  /// "output <nr> of <this op>". A multi-output op passes the index: `save(i_, i, Output{1})`.
+  void save(SavedTensor& slot, const Tensor& t, Output out) {
+    if (!recording_ || !t.defined()) return;
+    slot.save(t, this, /*is_output=*/true, out.nr);
     register_saved(&slot);
   }
 
  private:
   bool recording_ = false;
+  std::shared_ptr<const detail::BackwardFn> backward_override_;
   static inline const bool kRegistered = register_op(Derived::kName);
 };
 
@@ -76,7 +116,11 @@ auto record(const Site& site, Args&&... args) {
   }();
   std::vector<Tensor*> outputs;
   detail::outputs_of(outputs, out);
-  if (rec) connect(op, inputs, outputs);
+  if (rec) {
+    if (detail::backward_overrides_installed.load(std::memory_order_relaxed) != 0) [[unlikely]]
+      op->set_backward_override(detail::find_backward_override(typeid(OpT)));
+    connect(op, inputs, outputs);
+  }
   check_forward_anomaly(OpT::kName, site, inputs, outputs);
   return out;
 }

@@ -1,9 +1,16 @@
-// The registry behind autograd::registered_ops(): every Op<T> instantiation adds its kName when
-// the program (or libgradlab) is loaded, so tests can see every op struct that exists.
+// The registries behind ops/op.hpp: the names of every op struct (autograd::registered_ops():
+// every Op<T> instantiation adds its kName when the program or libgradlab is loaded, so tests can
+// see every op struct that exists), and the backward overrides of testing/mutants.hpp.
+//
+// Both live here, in the library, not in header-template statics: a static member of Op<T> would
+// exist once per shared object (libgradlab.so and a test executable each instantiate Op<T>), so
+// an override installed by a test would not be seen by the nodes the library records.
 
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
+#include <typeindex>
 #include <vector>
 
 #include "gradlab/ops/op.hpp"
@@ -33,5 +40,55 @@ std::vector<std::string> registered_ops() {
   std::lock_guard<std::mutex> lock(r.mu);
   return {r.names.begin(), r.names.end()};
 }
+
+// ---- backward overrides ----------------------------------------------------------------------
+
+namespace detail {
+
+std::atomic<int> backward_overrides_installed{0};
+
+namespace {
+struct Overrides {
+  std::mutex mu;
+  // By op struct type (type_index compares the mangled name, so the library and a test program
+  // agree on a named type); the last installed one wins, others wait underneath it.
+  std::map<std::type_index, std::vector<std::shared_ptr<const BackwardFn>>> by_op;
+};
+Overrides& overrides() {
+  static Overrides o;
+  return o;
+}
+}  // namespace
+
+std::shared_ptr<const BackwardFn> find_backward_override(const std::type_info& op) {
+  Overrides& o = overrides();
+  std::lock_guard<std::mutex> lock(o.mu);
+  auto it = o.by_op.find(std::type_index(op));
+  return it == o.by_op.end() || it->second.empty() ? nullptr : it->second.back();
+}
+
+void install_backward_override(const std::type_info& op, std::shared_ptr<const BackwardFn> fn) {
+  Overrides& o = overrides();
+  std::lock_guard<std::mutex> lock(o.mu);
+  o.by_op[std::type_index(op)].push_back(std::move(fn));
+  backward_overrides_installed.fetch_add(1, std::memory_order_relaxed);
+}
+
+void remove_backward_override(const std::type_info& op, const BackwardFn* fn) {
+  Overrides& o = overrides();
+  std::lock_guard<std::mutex> lock(o.mu);
+  auto it = o.by_op.find(std::type_index(op));
+  if (it == o.by_op.end()) return;
+  auto& v = it->second;
+  for (auto k = v.begin(); k != v.end(); ++k) {
+    if (k->get() != fn) continue;
+    v.erase(k);
+    backward_overrides_installed.fetch_sub(1, std::memory_order_relaxed);
+    break;
+  }
+  if (v.empty()) o.by_op.erase(it);
+}
+
+}  // namespace detail
 
 }  // namespace gradlab::autograd

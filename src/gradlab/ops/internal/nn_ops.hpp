@@ -1,0 +1,161 @@
+#pragma once
+// The neural-network op structs (internal): unfold, fold, max_pool2d (own backward + CPU kernels in
+// backend/cpu/conv.cpp), the fused linear node, threshold_backward and the fused cross-entropy.
+//
+// Internal, but named (not in an anonymous namespace): the checks reach a struct's saved members
+// to override its backward (testing/mutants.hpp), and the benches time the real nodes.
+
+#include "gradlab/ops/common.hpp"
+#include "gradlab/ops/nn_ops.hpp"
+
+namespace gradlab::ops_detail {
+
+// cols = unfold(x)          dx = fold(dcols)         (unfold and fold are each other's adjoint)
+struct Unfold : Op<Unfold> {
+  static constexpr const char* kName = "Im2ColBackward0";
+  kern::Window2d win;
+  int64_t C = 0, H = 0, W = 0;
+  Tensor forward(const Tensor& x, const kern::Window2d& w) {
+    win = w;
+    C = x.size(1), H = x.size(2), W = x.size(3);
+    return kern::im2col(x, w);
+  }
+  GradList backward(const GradList& g);
+};
+
+// x = fold(cols)            dcols = unfold(dx)
+struct Fold : Op<Fold> {
+  static constexpr const char* kName = "Col2ImBackward0";
+  kern::Window2d win;
+  Tensor forward(const Tensor& cols, int64_t C, int64_t H, int64_t W, const kern::Window2d& w) {
+    win = w;
+    return kern::col2im(cols, C, H, W, w);
+  }
+  GradList backward(const GradList& g) { return {record<Unfold>(Site::unknown(), g[0], win)}; }
+};
+
+inline GradList Unfold::backward(const GradList& g) {
+  return {record<Fold>(Site::unknown(), g[0], C, H, W, win)};
+}
+
+// y = max over each window, i = its argmax     dx = dy scattered to the argmax positions
+struct MaxPool2d : Op<MaxPool2d> {
+  static constexpr const char* kName = "MaxPool2DWithIndicesBackward0";
+  Shape in_shape;
+  SavedTensor idx_;
+  std::vector<Tensor> forward(const Tensor& x, const kern::Window2d& w) {
+    in_shape = x.sizes();
+    auto [y, i] = kern::max_pool2d(x, w);
+    save(idx_, i, Output{1});  // the indices are output 1
+    return {y, i};
+  }
+  GradList backward(const GradList& g) {
+    const int64_t N = in_shape[0], C = in_shape[1], HW = in_shape[2] * in_shape[3];
+    Tensor idx = idx_.unpack();
+    const int64_t L = idx.size(2) * idx.size(3);
+    Tensor dx = scatter_add(zeros({N, C, HW}, g[0].options()), 2, idx.reshape({N, C, L}),
+                            g[0].reshape({N, C, L}));
+    return {dx.reshape(in_shape)};
+  }
+};
+
+// y = x Wᵀ + b         dx = dy W,  dW = dyᵀ x,  db = Σ_rows dy        (x [M, K], W [N, K], b [N])
+// One node and one GEMM instead of transpose + reshape + bmm + broadcast add. Without
+// create_graph the backward calls the kernels directly; with it, it is recorded with mm and sum.
+template <class Tag>
+struct LinearOp : Op<LinearOp<Tag>> {
+  static constexpr const char* kName = Tag::kName;
+  SavedTensor x_, w_;
+  Tensor forward(const Tensor& x, const Tensor& w, const Tensor& b) {
+    if (w.requires_grad()) this->save(x_, x);
+    if (x.requires_grad()) this->save(w_, w);
+    Tensor wt =
+        make_view(w, {w.size(1), w.size(0)}, {w.stride(1), w.stride(0)}, w.storage_offset());
+    Tensor y = kern::mm(x, wt);
+    if (b.defined()) kern::add_bias_rows_(y, b);
+    return y;
+  }
+  GradList backward(const GradList& g) {
+    const Tensor& dy = g[0];
+    const bool dx = this->needs_input_grad(0), dw = this->needs_input_grad(1),
+               db = this->needs_input_grad(2);
+    if (GradMode::is_enabled()) {  // create_graph
+      return {dx ? mm(dy, w_.unpack()) : Tensor(), dw ? mm(dy.t(), x_.unpack()) : Tensor(),
+              db ? sum(dy, {0}) : Tensor()};
+    }
+    Tensor dyt;
+    if (dw)
+      dyt = make_view(dy, {dy.size(1), dy.size(0)}, {dy.stride(1), dy.stride(0)},
+                      dy.storage_offset());
+    return {dx ? kern::mm(dy, w_.unpack()) : Tensor(), dw ? kern::mm(dyt, x_.unpack()) : Tensor(),
+            db ? kern::sum_rows(dy) : Tensor()};
+  }
+};
+struct AddmmTag {
+  static constexpr const char* kName = "AddmmBackward0";
+};
+struct MmTag {
+  static constexpr const char* kName = "MmBackward0";
+};
+
+// dx = y > t ? g : 0        dg = y > t ? dd : 0   (y only selects: no gradient flows to it)
+struct ThresholdBackward : Op<ThresholdBackward> {
+  static constexpr const char* kName = "ThresholdBackwardBackward0";
+  SavedTensor y_;
+  double threshold = 0;
+  Tensor forward(const Tensor& g, const Tensor& y, double t) {
+    threshold = t;
+    save(y_, y);
+    return kern::threshold_backward(g, y, t);
+  }
+  GradList backward(const GradList& g) {
+    return {record<ThresholdBackward>(Site::unknown(), g[0], y_.unpack().detach(), threshold),
+            Tensor()};
+  }
+};
+
+// loss = reduce_i w_i [(1 - ε)(lse_i - x[i, t_i]) + ε (lse_i - mean_c x[i, c])]
+// dx_i = (softmax(x_i) - (1 - ε) onehot(t_i) - ε / C) * w_i * s_i
+//   w_i = [t_i != ignore_index],  s = dy / n_valid (mean) | dy (sum) | dy_i (none)
+// One node instead of log_softmax + gather + masks; the composite (cross_entropy_reference) is
+// its oracle in the checks. With create_graph the backward is recorded (softmax recomputed).
+struct CrossEntropyOp : Op<CrossEntropyOp> {
+  static constexpr const char* kName = "CrossEntropyLossBackward0";
+  SavedTensor x_, lse_, t_;
+  int64_t ignore = -100, valid = 0;
+  double smoothing = 0;
+  nn::functional::Reduction reduction = nn::functional::kMean;
+  Tensor forward(const Tensor& x, const Tensor& t, int64_t ignore_index, double eps,
+                 nn::functional::Reduction r) {
+    ignore = ignore_index, smoothing = eps, reduction = r;
+    kern::CrossEntropyForward f = kern::cross_entropy_forward(x, t, ignore_index, eps);
+    valid = f.valid;
+    save(x_, x);
+    save(lse_, f.lse);
+    save(t_, t);
+    if (r == nn::functional::kNone) return f.loss;
+    Tensor total = kern::reduce(kern::Reduce::Sum, f.loss, {0}, false);
+    if (r == nn::functional::kSum) return total;
+    kern::binary_(kern::Binary::Div, total,
+                 scalar_tensor(static_cast<double>(f.valid), dtype(total.dtype()).device(total.device())));
+    return total;
+  }
+  GradList backward(const GradList& g) {
+    const Tensor& dy = g[0];
+    const double factor =
+        reduction == nn::functional::kMean ? 1.0 / static_cast<double>(valid) : 1.0;
+    if (!GradMode::is_enabled())
+      return {kern::cross_entropy_backward(x_.unpack(), lse_.unpack(), t_.unpack(), ignore,
+                                          smoothing, factor == 1.0 ? dy : dy * factor),
+              Tensor()};
+    Tensor x = x_.unpack(), t = t_.unpack();
+    const int64_t C = x.size(1);
+    Tensor keep = ne(t, ignore);
+    Tensor onehot = eq(arange(C, TensorOptions().device(x.device())).unsqueeze(0), where(keep, t, 0).unsqueeze(1)).to(x.dtype());
+    Tensor dist = onehot * (1.0 - smoothing) + smoothing / static_cast<double>(C);
+    Tensor scale = reduction == nn::functional::kNone ? dy.unsqueeze(1) : dy * factor;
+    return {(softmax(x, 1) - dist) * keep.to(x.dtype()).unsqueeze(1) * scale, Tensor()};
+  }
+};
+
+}  // namespace gradlab::ops_detail
