@@ -1,10 +1,11 @@
 // Op<T> itself (ops/op.hpp): what Op::save's output index does, on a library op and on an op
 // written as a user would write one; a backward override (testing/mutants.hpp) on that user op.
 
+#include "gradlab/ops/op.hpp"
+
 #include <cmath>
 
 #include "common/check_helpers.hpp"
-#include "gradlab/ops/op.hpp"
 #include "gradlab/testing/gradcheck.hpp"
 #include "gradlab/testing/mutants.hpp"
 
@@ -39,7 +40,8 @@ template <uint32_t CosSlot>
 std::vector<double> second_derivative(const Tensor& x) {
   std::vector<Tensor> sc = autograd::record<SinCos<CosSlot>>(Site::current(), x);
   Tensor loss = sum(2.0 * sc[0] + 3.0 * sc[1]);
-  Tensor dx = autograd::grad({loss}, {x}, {}, /*retain_graph=*/std::nullopt, /*create_graph=*/true)[0];
+  Tensor dx =
+      autograd::grad({loss}, {x}, {}, /*retain_graph=*/std::nullopt, /*create_graph=*/true)[0];
   EXPECT_TRUE(dx.requires_grad()) << "create_graph: the backward through saved outputs is recorded";
   return vals(autograd::grad({sum(dx)}, {x})[0]);
 }
@@ -92,7 +94,8 @@ TEST(OpOverride, AUsersOwnOpStructCanBeMutatedAndGradcheckCatchesIt) {
   });
   const testing::GradcheckReport r = testing::gradcheck(f, {x}, o);
   EXPECT_FALSE(r.ok);
-  EXPECT_THAT(r.text(), HasSubstr("output 1")) << "the wrong entries are those of cos: " << r.text();
+  EXPECT_THAT(r.text(), HasSubstr("output 1"))
+      << "the wrong entries are those of cos: " << r.text();
 }
 
 }  // namespace

@@ -2,12 +2,13 @@
 // gradcheck catches the wrong formula it installs. Uses the library's own op structs only (this
 // executable's op-coverage test would count a new struct as one without a table row).
 
+#include "gradlab/testing/mutants.hpp"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "gradlab/gradlab.hpp"
 #include "gradlab/ops/internal/elementwise.hpp"
-#include "gradlab/testing/mutants.hpp"
 
 namespace gradlab {
 namespace {
@@ -15,7 +16,9 @@ namespace {
 using autograd::GradList;
 using testing::BackwardOverride;
 
-Tensor leaf() { return tensor({0.5, -1.0, 2.0}, TensorOptions().dtype(kFloat64)).requires_grad_(true); }
+Tensor leaf() {
+  return tensor({0.5, -1.0, 2.0}, TensorOptions().dtype(kFloat64)).requires_grad_(true);
+}
 std::vector<double> grad_of(const Tensor& y, const Tensor& x) {
   return autograd::grad({sum(y)}, {x})[0].to_vector<double>();
 }

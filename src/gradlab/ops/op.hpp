@@ -8,7 +8,11 @@
 //   struct Exp : Op<Exp> {
 //     static constexpr const char* kName = "ExpBackward0";
 //     SavedTensor y_;
-//     Tensor forward(const Tensor& x) { Tensor y = kern::unary(Unary::Exp, x); save(y_, y, kOutput); return y; }
+//     Tensor forward(const Tensor& x) {
+//       Tensor y = kern::unary(Unary::Exp, x);  // kern:: dispatches to the CPU or CUDA kernel
+//       save(y_, y, kOutput);
+//       return y;
+//     }
 //     GradList backward(const GradList& dy) { return {dy[0] * y_.unpack()}; }
 //   };
 //   Tensor exp(const Tensor& x, Site site) { return record<Exp>(site, x); }
@@ -75,7 +79,9 @@ class Op : public Node {
   void set_recording(bool r) { recording_ = r; }
   /// Replaces this node's backward (a test's mutant: testing::BackwardOverride sets it through
   /// record()). The struct's own members stay what forward saved.
-  void set_backward_override(std::shared_ptr<const detail::BackwardFn> fn) { backward_override_ = std::move(fn); }
+  void set_backward_override(std::shared_ptr<const detail::BackwardFn> fn) {
+    backward_override_ = std::move(fn);
+  }
 
  protected:
   /// Keeps `t` (an input, or any tensor this op did not make) for backward (only when recording).
