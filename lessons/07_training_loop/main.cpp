@@ -13,15 +13,17 @@
 #include <iomanip>
 #include <iostream>
 #include <numbers>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "common/lesson.hpp"
+#include "common/util.hpp"
 
 namespace gl = gradlab;
 namespace nn = gradlab::nn;
 namespace optim = gradlab::optim;
+using lesson::fmt;
+using lesson::max_abs_diff;
 
 namespace {
 
@@ -39,22 +41,10 @@ std::vector<double> flat(const nn::Module& m) {
   return v;
 }
 
-double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) {
-  double d = 0;
-  for (size_t i = 0; i < a.size(); ++i) d = std::max(d, std::abs(a[i] - b[i]));
-  return d;
-}
-
 double l2(const std::vector<double>& a, const std::vector<double>& b) {
   double s = 0;
   for (size_t i = 0; i < a.size(); ++i) s += (a[i] - b[i]) * (a[i] - b[i]);
   return std::sqrt(s);
-}
-
-std::string fmt(double v, int precision = 4) {
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(precision) << v;
-  return os.str();
 }
 
 struct Split {

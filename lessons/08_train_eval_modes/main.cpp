@@ -12,24 +12,18 @@
 #include <cmath>
 #include <ctime>
 #include <gradlab/gradlab.hpp>
-#include <iomanip>
 #include <iostream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "common/lesson.hpp"
+#include "common/util.hpp"
 
 namespace gl = gradlab;
 namespace nn = gradlab::nn;
+using lesson::fmt;
 
 namespace {
-
-std::string fmt(double v, int precision = 4) {
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(precision) << v;
-  return os.str();
-}
 
 // Accuracy over x in batches of `batch` (the mode is whatever the model is in).
 double accuracy(nn::Sequential& model, const gl::Tensor& x, const gl::Tensor& y, int64_t batch) {

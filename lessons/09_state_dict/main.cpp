@@ -13,16 +13,18 @@
 #include <gradlab/gradlab.hpp>
 #include <iomanip>
 #include <iostream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "common/lesson.hpp"
+#include "common/util.hpp"
 
 namespace gl = gradlab;
 namespace nn = gradlab::nn;
 namespace io = gradlab::io;
 namespace data = gradlab::data;
+using lesson::fmt;
+using lesson::join;
 
 namespace {
 
@@ -71,17 +73,7 @@ void train(M& model, const data::TensorDataset& d, int epochs) {
     }
 }
 
-std::string pct(double a) {
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(1) << 100 * a << "%";
-  return os.str();
-}
-
-std::string join(const std::vector<std::string>& v) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
-  return s.empty() ? "(none)" : s;
-}
+std::string pct(double a) { return fmt(100 * a, 1) + "%"; }
 
 // Prints the whole message of the error f() throws (check_throws shows only its first line).
 void show_error(const std::function<void()>& f) {
