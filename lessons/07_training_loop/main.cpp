@@ -66,15 +66,11 @@ int main() {
   return L.run([&] {
     // -------------------------------------------------------------------------------------------
     L.section("1. data: the digits, split with a seed, standardized with training statistics");
-    gl::data::DigitsOptions opts;
-    opts.flatten = true;
-    const gl::data::TensorDataset all = gl::data::load_digits(opts);
-    auto [train_set, test_set] = gl::data::train_test_split(all, 360, /*seed=*/0);
-    // mean and std come from the training rows only (the test set must not leak into them)
-    const gl::Tensor mu = gl::mean(train_set.data(), {0}, /*keepdim=*/true);
-    const gl::Tensor sd = gl::std(train_set.data(), {0}, /*correction=*/0, /*keepdim=*/true) + 1e-6;
-    const Split d{(train_set.data() - mu) / sd, train_set.targets(), (test_set.data() - mu) / sd,
-                  test_set.targets()};
+    // train_test_split(load_digits(), 360, seed 0), then x = (x - mean) / std per pixel, with mean
+    // and std from the training rows only (the test set must not leak into them)
+    const gl::data::DigitsSplit digits = gl::data::load_digits_split();
+    const Split d{digits.train.data(), digits.train.targets(), digits.test.data(),
+                  digits.test.targets()};
     std::cout << "train " << gl::shape_str(d.x_train.sizes()) << ", test "
               << gl::shape_str(d.x_test.sizes())
               << " (a seeded random split: the file is ordered by writer, so its last rows are not "
