@@ -35,10 +35,8 @@ nn::Sequential make_mlp(uint64_t seed) {
 
 // Every parameter value, flattened, for exact comparisons between model copies.
 std::vector<double> flat(const nn::Module& m) {
-  std::vector<double> v;
-  for (const gl::Tensor& p : m.parameters())
-    for (double x : p.to_vector<double>()) v.push_back(x);
-  return v;
+  gl::NoGradGuard no_grad;  // torch.nn.utils.parameters_to_vector(m.parameters())
+  return nn::utils::parameters_to_vector(m.parameters()).to_vector<double>();
 }
 
 double l2(const std::vector<double>& a, const std::vector<double>& b) {
