@@ -45,21 +45,15 @@ inline const bool kOneThread = [] {
 }();
 
 /// The digits split both programs train and test on: 1437/360 seeded split, standardized with
-/// the training set's per-pixel mean and std.
+/// the training set's per-pixel mean and std (data::load_digits_split's defaults).
 struct Digits {
   gl::Tensor x_train, y_train, x_test, y_test;
 };
 
 inline const Digits& digits() {
   static const Digits d = [] {
-    gl::data::DigitsOptions opts;
-    opts.flatten = true;
-    auto all = gl::data::load_digits(opts);
-    auto [train, test] = gl::data::train_test_split(all, 360, /*seed=*/0);
-    gl::Tensor mu = gl::mean(train.data(), {0}, true);
-    gl::Tensor sd = gl::std(train.data(), {0}, 0, true) + 1e-6;
-    return Digits{(train.data() - mu) / sd, train.targets(), (test.data() - mu) / sd,
-                  test.targets()};
+    const gl::data::DigitsSplit s = gl::data::load_digits_split();
+    return Digits{s.train.data(), s.train.targets(), s.test.data(), s.test.targets()};
   }();
   return d;
 }

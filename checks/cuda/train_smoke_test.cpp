@@ -35,14 +35,8 @@ struct Split {
 
 const Split& digits() {
   static const Split s = [] {
-    gl::data::DigitsOptions opts;
-    opts.flatten = true;
-    auto all = gl::data::load_digits(opts);
-    auto [train, test] = gl::data::train_test_split(all, 360, /*seed=*/0);
-    gl::Tensor mu = gl::mean(train.data(), {0}, true);
-    gl::Tensor sd = gl::std(train.data(), {0}, 0, true) + 1e-6;
-    return Split{(train.data() - mu) / sd, train.targets(), (test.data() - mu) / sd,
-                 test.targets()};
+    const gl::data::DigitsSplit d = gl::data::load_digits_split();  // bench_train's split
+    return Split{d.train.data(), d.train.targets(), d.test.data(), d.test.targets()};
   }();
   return s;
 }

@@ -34,11 +34,16 @@ struct Run {
                            nn::Linear(128, 10));
     optimizer =
         std::make_unique<gl::optim::Adam>(model->parameters(), gl::optim::AdamOptions(1e-3));
-    auto [train, test] = data::train_test_split(data::load_digits(), 360, /*seed=*/0);
-    const gl::Tensor mean = train.data().mean({0}), stddev = train.data().std({0});
+    // [N, 1, 8, 8] images, raw; normalized per sample (sample std) in front of the augmentations
+    data::DigitsSplitOptions o;
+    o.flatten = false;
+    o.standardize = false;
+    o.correction = 1;
+    o.eps = 0;
+    const data::DigitsSplit d = data::load_digits_split(o);
     auto ds = data::map(
-        std::make_shared<data::TensorDataset>(train),
-        tf::compose({tf::normalize(mean, stddev), tf::random_shift(1), tf::random_noise(0.05)}));
+        std::make_shared<data::TensorDataset>(d.train),
+        tf::compose({tf::normalize(d.mean, d.std), tf::random_shift(1), tf::random_noise(0.05)}));
     loader = std::make_unique<data::DataLoader>(
         ds, data::DataLoaderOptions(64).shuffle(true).num_workers(2).seed(1234));
   }

@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <gradlab/gradlab.hpp>
 #include <gradlab/testing/gradcheck.hpp>
 #include <iostream>
@@ -18,18 +17,15 @@
 #include <vector>
 
 #include "common/lesson.hpp"
+#include "common/util.hpp"
 
 namespace gl = gradlab;
+using lesson::fmt;
+using lesson::max_abs_diff;
 
 namespace {
 
 const gl::TensorOptions f64 = gl::dtype(gl::kFloat64);
-
-std::string fmt(const char* f, double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, v);
-  return b;
-}
 
 // ---- a two-layer MLP, by hand --------------------------------------------------------------
 // pred = tanh(X W1 + b1) W2 + b2       X [N, D], W1 [D, H], b1 [H], W2 [H, 1], b2 [1]
@@ -76,12 +72,6 @@ struct HandMLP {
     return loss;
   }
 };
-
-double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) {
-  double m = 0;
-  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(a[i] - b[i]));
-  return m;
-}
 
 }  // namespace
 

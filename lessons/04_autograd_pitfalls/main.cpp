@@ -8,24 +8,19 @@
 // Each error is caught, its message printed, and the message's key parts checked.
 
 #include <cmath>
-#include <cstdio>
 #include <gradlab/gradlab.hpp>
 #include <iostream>
 #include <string>
 
 #include "common/lesson.hpp"
+#include "common/util.hpp"
 
 namespace gl = gradlab;
+using lesson::fmt;
 
 namespace {
 
 const gl::TensorOptions f64 = gl::dtype(gl::kFloat64);
-
-std::string fmt(double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, "%.6g", v);
-  return b;
-}
 
 // Runs f, returns the exception message ("" when nothing was thrown).
 template <class F>
@@ -70,13 +65,13 @@ int main() {
     const double with = w.grad().item<double>();
     // d/dw (w x - c)² = 2 (w x - c) x: the target is a constant.
     const double want_with = 2 * (w0 * xv - w0 * x2v) * xv;
-    std::cout << "without detach: w.grad = " << fmt(without)
-              << "   with detach: w.grad = " << fmt(with) << "\n";
+    std::cout << "without detach: w.grad = " << fmt("%.6g", without)
+              << "   with detach: w.grad = " << fmt("%.6g", with) << "\n";
     L.check(std::abs(without - want_without) < 1e-12,
-            "without detach() the gradient is 2(wx - wx2)(x - x2) = " + fmt(want_without) +
+            "without detach() the gradient is 2(wx - wx2)(x - x2) = " + fmt("%.6g", want_without) +
                 ": it also pulls the target");
     L.check(std::abs(with - want_with) < 1e-12,
-            "with detach() it is 2(wx - c)x = " + fmt(want_with) +
+            "with detach() it is 2(wx - c)x = " + fmt("%.6g", want_with) +
                 ": the target is a constant, as intended");
     L.check(!fixed.requires_grad() && fixed.is_leaf() && fixed.grad_fn() == nullptr,
             "the detached target is a leaf with no grad_fn that does not require grad");

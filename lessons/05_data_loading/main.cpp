@@ -165,6 +165,7 @@ int main() {
     // transforms.Compose([Normalize(mean, std), RandomAffine(translate), AddNoise(0.05)])
     // NOTE: normalize first. Noise added before it would be divided by each pixel's std, and
     // the nearly-always-blank border pixels have a tiny std: their noise would explode.
+    // (data::load_digits_split(options) returns this split with these statistics ready-made.)
     const gl::Tensor mean = train.data().mean({0}), stddev = train.data().std({0});
     auto augmented = data::map(
         train_ptr,

@@ -11,14 +11,15 @@
 #include <cmath>
 #include <gradlab/gradlab.hpp>
 #include <iostream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "common/lesson.hpp"
+#include "common/util.hpp"
 
 namespace gl = gradlab;
 namespace nn = gradlab::nn;
+using lesson::join;
 
 namespace {
 
@@ -26,12 +27,6 @@ std::vector<std::string> names_of(const nn::NamedTensors& named) {
   std::vector<std::string> r;
   for (const auto& [name, t] : named) r.push_back(name);
   return r;
-}
-
-std::string join(const std::vector<std::string>& v) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
-  return s.empty() ? "(none)" : s;
 }
 
 // ---- 1. a correct model -------------------------------------------------------------------------

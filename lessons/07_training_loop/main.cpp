@@ -13,15 +13,17 @@
 #include <iomanip>
 #include <iostream>
 #include <numbers>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "common/lesson.hpp"
+#include "common/util.hpp"
 
 namespace gl = gradlab;
 namespace nn = gradlab::nn;
 namespace optim = gradlab::optim;
+using lesson::fmt;
+using lesson::max_abs_diff;
 
 namespace {
 
@@ -33,28 +35,14 @@ nn::Sequential make_mlp(uint64_t seed) {
 
 // Every parameter value, flattened, for exact comparisons between model copies.
 std::vector<double> flat(const nn::Module& m) {
-  std::vector<double> v;
-  for (const gl::Tensor& p : m.parameters())
-    for (double x : p.to_vector<double>()) v.push_back(x);
-  return v;
-}
-
-double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) {
-  double d = 0;
-  for (size_t i = 0; i < a.size(); ++i) d = std::max(d, std::abs(a[i] - b[i]));
-  return d;
+  gl::NoGradGuard no_grad;  // torch.nn.utils.parameters_to_vector(m.parameters())
+  return nn::utils::parameters_to_vector(m.parameters()).to_vector<double>();
 }
 
 double l2(const std::vector<double>& a, const std::vector<double>& b) {
   double s = 0;
   for (size_t i = 0; i < a.size(); ++i) s += (a[i] - b[i]) * (a[i] - b[i]);
   return std::sqrt(s);
-}
-
-std::string fmt(double v, int precision = 4) {
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(precision) << v;
-  return os.str();
 }
 
 struct Split {
@@ -76,15 +64,11 @@ int main() {
   return L.run([&] {
     // -------------------------------------------------------------------------------------------
     L.section("1. data: the digits, split with a seed, standardized with training statistics");
-    gl::data::DigitsOptions opts;
-    opts.flatten = true;
-    const gl::data::TensorDataset all = gl::data::load_digits(opts);
-    auto [train_set, test_set] = gl::data::train_test_split(all, 360, /*seed=*/0);
-    // mean and std come from the training rows only (the test set must not leak into them)
-    const gl::Tensor mu = gl::mean(train_set.data(), {0}, /*keepdim=*/true);
-    const gl::Tensor sd = gl::std(train_set.data(), {0}, /*correction=*/0, /*keepdim=*/true) + 1e-6;
-    const Split d{(train_set.data() - mu) / sd, train_set.targets(), (test_set.data() - mu) / sd,
-                  test_set.targets()};
+    // train_test_split(load_digits(), 360, seed 0), then x = (x - mean) / std per pixel, with mean
+    // and std from the training rows only (the test set must not leak into them)
+    const gl::data::DigitsSplit digits = gl::data::load_digits_split();
+    const Split d{digits.train.data(), digits.train.targets(), digits.test.data(),
+                  digits.test.targets()};
     std::cout << "train " << gl::shape_str(d.x_train.sizes()) << ", test "
               << gl::shape_str(d.x_test.sizes())
               << " (a seeded random split: the file is ordered by writer, so its last rows are not "

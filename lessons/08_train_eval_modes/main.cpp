@@ -12,24 +12,18 @@
 #include <cmath>
 #include <ctime>
 #include <gradlab/gradlab.hpp>
-#include <iomanip>
 #include <iostream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "common/lesson.hpp"
+#include "common/util.hpp"
 
 namespace gl = gradlab;
 namespace nn = gradlab::nn;
+using lesson::fmt;
 
 namespace {
-
-std::string fmt(double v, int precision = 4) {
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(precision) << v;
-  return os.str();
-}
 
 // Accuracy over x in batches of `batch` (the mode is whatever the model is in).
 double accuracy(nn::Sequential& model, const gl::Tensor& x, const gl::Tensor& y, int64_t batch) {
@@ -113,13 +107,9 @@ int main() {
 
     // -------------------------------------------------------------------------------------------
     L.section("3. evaluating in training mode gives unstable metrics");
-    gl::data::DigitsOptions opts;
-    opts.flatten = true;
-    auto [train_set, test_set] = gl::data::train_test_split(gl::data::load_digits(opts), 360, 0);
-    const gl::Tensor mu = gl::mean(train_set.data(), {0}, true);
-    const gl::Tensor sd = gl::std(train_set.data(), {0}, 0, true) + 1e-6;
-    const gl::Tensor x_train = (train_set.data() - mu) / sd, y_train = train_set.targets();
-    const gl::Tensor x_test = (test_set.data() - mu) / sd, y_test = test_set.targets();
+    const gl::data::DigitsSplit digits = gl::data::load_digits_split();  // standardized
+    const gl::Tensor x_train = digits.train.data(), y_train = digits.train.targets();
+    const gl::Tensor x_test = digits.test.data(), y_test = digits.test.targets();
 
     gl::manual_seed(0);
     nn::Sequential model(nn::Linear(64, 128), nn::BatchNorm1d(128), nn::ReLU(), nn::Dropout(0.3),

@@ -13,36 +13,27 @@
 #include <gradlab/gradlab.hpp>
 #include <iomanip>
 #include <iostream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "common/lesson.hpp"
+#include "common/util.hpp"
 
 namespace gl = gradlab;
 namespace nn = gradlab::nn;
 namespace io = gradlab::io;
 namespace data = gradlab::data;
+using lesson::fmt;
+using lesson::join;
 
 namespace {
 
-// The digits, split and standardized with the training set's statistics.
-struct Digits {
-  data::TensorDataset train{gl::zeros({1, 64}), gl::Tensor()},
-      test{gl::zeros({1, 64}), gl::Tensor()};
-};
-
-Digits load() {
-  data::DigitsOptions o;
-  o.flatten = true;
-  auto [train, test] = data::train_test_split(data::load_digits(o), 360, /*seed=*/0);
-  const gl::Tensor mean = train.data().mean({0});
-  gl::Tensor stddev = train.data().std({0});
-  stddev = gl::where(stddev == 0, 1.0, stddev);  // constant (always blank) pixels
-  Digits d;
-  d.train = data::TensorDataset((train.data() - mean) / stddev, train.targets());
-  d.test = data::TensorDataset((test.data() - mean) / stddev, test.targets());
-  return d;
+// The digits, split and standardized with the training set's statistics (sample std).
+data::DigitsSplit load() {
+  data::DigitsSplitOptions o;
+  o.correction = 1;
+  o.eps = 0;
+  return data::load_digits_split(o);
 }
 
 // model = nn.Sequential(nn.Linear(64, hidden), nn.ReLU(), nn.Linear(hidden, 10))
@@ -71,17 +62,7 @@ void train(M& model, const data::TensorDataset& d, int epochs) {
     }
 }
 
-std::string pct(double a) {
-  std::ostringstream os;
-  os << std::fixed << std::setprecision(1) << 100 * a << "%";
-  return os.str();
-}
-
-std::string join(const std::vector<std::string>& v) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
-  return s.empty() ? "(none)" : s;
-}
+std::string pct(double a) { return fmt(100 * a, 1) + "%"; }
 
 // Prints the whole message of the error f() throws (check_throws shows only its first line).
 void show_error(const std::function<void()>& f) {
@@ -106,7 +87,7 @@ int main() {
   lesson::Lesson L("09", "state_dict");
   return L.run([&] {
     const auto dir = lesson::output_dir();
-    Digits d = load();
+    const data::DigitsSplit d = load();
 
     // ---------------------------------------------------------------------------------------
     L.section("1. save a trained model, load it into a fresh one");

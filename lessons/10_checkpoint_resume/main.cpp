@@ -43,16 +43,16 @@ struct Run {
   int64_t step = 0;
   std::vector<double> losses;  // one per step
 
-  Run(const data::TensorDataset& train, uint64_t seed) {
+  Run(const data::DigitsSplit& digits, uint64_t seed) {
     gl::manual_seed(seed);  // the model's initialization and Dropout's stream
     model = nn::Sequential(nn::Flatten(), nn::Linear(64, 128), nn::ReLU(), nn::Dropout(0.2),
                            nn::Linear(128, 10));
     optimizer =
         std::make_unique<gl::optim::Adam>(model->parameters(), gl::optim::AdamOptions(2e-3));
     scheduler = std::make_unique<gl::optim::StepLR>(*optimizer, /*step_size=*/1, /*gamma=*/0.7);
-    const gl::Tensor mean = train.data().mean({0}), stddev = train.data().std({0});
-    auto ds = data::map(std::make_shared<data::TensorDataset>(train),
-                        tf::compose({tf::normalize(mean, stddev), tf::random_noise(0.1)}));
+    auto ds =
+        data::map(std::make_shared<data::TensorDataset>(digits.train),
+                  tf::compose({tf::normalize(digits.mean, digits.std), tf::random_noise(0.1)}));
     loader = std::make_unique<data::DataLoader>(
         ds, data::DataLoaderOptions(64).shuffle(true).num_workers(2).seed(seed));
   }
@@ -122,12 +122,17 @@ int main() {
     const auto dir = lesson::output_dir() / "checkpoints";
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
-    data::DigitsOptions o;
-    auto [train, test] = data::train_test_split(data::load_digits(o), 360, /*seed=*/0);
+    // [N, 1, 8, 8] images, raw: each Run normalizes them (sample std) before its augmentation
+    data::DigitsSplitOptions o;
+    o.flatten = false;
+    o.standardize = false;
+    o.correction = 1;
+    o.eps = 0;
+    const data::DigitsSplit digits = data::load_digits_split(o);
 
     // ---------------------------------------------------------------------------------------
     L.section("1. the reference: 69 steps without interruption");
-    Run full(train, 42);
+    Run full(digits, 42);
     full.train_until(kTotal);
     std::cout << "loss at step 1: " << full.losses.front() << ", step 69: " << full.losses.back()
               << "; lr now " << full.optimizer->param_groups()[0].options().get_lr() << "\n";
@@ -136,7 +141,7 @@ int main() {
     L.section("2. interrupted at step 30, checkpointed, resumed in fresh objects");
     const auto ckpt_path = dir / "step30.safetensors";
     {
-      Run first(train, 42);
+      Run first(digits, 42);
       first.train_until(kCut);
       io::Checkpoint c = first.checkpoint();
       io::save_checkpoint(c, ckpt_path);
@@ -144,8 +149,8 @@ int main() {
                 << c.loader->position << " of " << first.loader->size() << ", " << c.model.size()
                 << " model tensors, " << c.optimizer.size() << " optimizer tensors ("
                 << std::filesystem::file_size(ckpt_path) << " bytes)\n";
-    }                         // the first run is gone, as after a crash
-    Run resumed(train, 999);  // another seed: nothing may come from the constructor
+    }                          // the first run is gone, as after a crash
+    Run resumed(digits, 999);  // another seed: nothing may come from the constructor
     io::Checkpoint loaded = io::load_checkpoint(ckpt_path);
     resumed.resume(loaded, {});
     resumed.train_until(kTotal);
@@ -160,7 +165,7 @@ int main() {
 
     // ---------------------------------------------------------------------------------------
     L.section("3. resume without the optimizer state");
-    Run no_opt(train, 999);
+    Run no_opt(digits, 999);
     no_opt.resume(loaded, {.optimizer = false});
     no_opt.train_until(kTotal);
     std::cout << " step   reference   no optimizer state\n";
@@ -182,10 +187,10 @@ int main() {
 
     // ---------------------------------------------------------------------------------------
     L.section("4. resume without the RNG state: reproducibility needs it");
-    Run no_loader(train, 999);
+    Run no_loader(digits, 999);
     no_loader.resume(loaded, {.loader = false});
     no_loader.train_until(kTotal);
-    Run no_rng(train, 999);
+    Run no_rng(digits, 999);
     no_rng.resume(loaded, {.rng = false});
     no_rng.train_until(kTotal);
     std::cout << "without the loader's seed and position: step 31 loss " << no_loader.losses[0]
@@ -206,7 +211,7 @@ int main() {
     // ---------------------------------------------------------------------------------------
     L.section("5. writing checkpoints safely, keeping the last K");
     io::CheckpointManager manager(dir / "run", "ckpt", /*keep_last=*/2);
-    Run run(train, 42);
+    Run run(digits, 42);
     for (int64_t s = 10; s <= 40; s += 10) {
       run.train_until(s);
       manager.save(run.checkpoint());

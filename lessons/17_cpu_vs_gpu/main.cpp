@@ -21,23 +21,15 @@
 #include <vector>
 
 #include "common/lesson.hpp"
+#include "common/util.hpp"
 
 namespace gl = gradlab;
+using lesson::fmt;
+using lesson::max_abs_diff;
 
 namespace {
 
 const gl::TensorOptions f64 = gl::dtype(gl::kFloat64);
-
-std::string fmt(const char* f, double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, v);
-  return b;
-}
-
-double max_abs_diff(const gl::Tensor& a, const gl::Tensor& b) {
-  gl::NoGradGuard no_grad;
-  return gl::max(gl::abs(a - b)).item<double>();
-}
 
 // ---- the reference: softmax by hand ----------------------------------------------------------
 // y_ij = exp(x_ij - m_i) / Σ_k exp(x_ik - m_i),  m_i = max_k x_ik   (m keeps exp from overflowing)

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "gradlab/autograd/grad_mode.hpp"
 #include "gradlab/data/csv.hpp"
 #include "gradlab/ops/ops.hpp"
 
@@ -57,6 +58,27 @@ TensorDataset load_digits(const DigitsOptions& options) {
   Tensor images = x / 16.0;
   if (!options.flatten) images = images.reshape({x.size(0), 1, 8, 8});
   return TensorDataset(images.contiguous(), y);
+}
+
+DigitsSplit load_digits_split(const DigitsSplitOptions& options) {
+  GRADLAB_CHECK(options.correction >= 0, ValueError, "load_digits_split",
+                "correction must be non-negative", "correction >= 0",
+                std::to_string(options.correction));
+  GRADLAB_CHECK(options.eps >= 0, ValueError, "load_digits_split", "eps must be non-negative",
+                "eps >= 0", std::to_string(options.eps));
+  DigitsOptions digits;
+  digits.flatten = options.flatten;
+  digits.path = options.path;
+  auto [train, test] = train_test_split(load_digits(digits), options.test_size, options.seed);
+  NoGradGuard no_grad;
+  // mean and std over the training rows only; dim 0 indexes the images.
+  const Tensor mu = mean(train.data(), {0});
+  const Tensor sd0 = gradlab::std(train.data(), {0}, options.correction);
+  // NOTE: std 0 (constant pixels) -> 1, not eps: x - mean is 0 there anyway.
+  const Tensor sd = where(sd0 == 0, 1.0, options.eps != 0 ? sd0 + options.eps : sd0);
+  if (!options.standardize) return {train, test, mu, sd};
+  return {TensorDataset((train.data() - mu) / sd, train.targets()),
+          TensorDataset((test.data() - mu) / sd, test.targets()), mu, sd};
 }
 
 }  // namespace gradlab::data

@@ -1,5 +1,5 @@
-// nn::utils (gradient clipping) and nn diagnostics (parameters_not_updated,
-// find_unregistered_tensors).
+// nn::utils (gradient clipping, parameters_to_vector / vector_to_parameters) and nn diagnostics
+// (parameters_not_updated, find_unregistered_tensors).
 
 #include "gradlab/nn/utils.hpp"
 
@@ -88,6 +88,64 @@ void clip_grad_value_(const std::vector<Tensor>& parameters, double clip_value) 
 
 void clip_grad_value_(const Tensor& parameter, double clip_value) {
   clip_grad_value_(std::vector<Tensor>{parameter}, clip_value);
+}
+
+namespace {
+
+// As torch's _check_param_device: every parameter defined and on the first one's device.
+void check_param_devices(const char* op, const std::vector<Tensor>& params) {
+  for (size_t i = 0; i < params.size(); ++i) {
+    const std::string which = "parameter " + std::to_string(i);
+    GRADLAB_CHECK(params[i].defined(), ValueError, op, which + " is undefined", "defined tensors",
+                  "an undefined Tensor");
+    GRADLAB_CHECK(params[i].device() == params[0].device(), DeviceError, op,
+                  "found two parameters on different devices, this is currently not supported",
+                  params[0].device().str() + " (parameter 0)",
+                  params[i].device().str() + " (" + which + ")",
+                  "move the whole model to one device first (model->to(device))");
+  }
+}
+
+}  // namespace
+
+Tensor parameters_to_vector(const std::vector<Tensor>& parameters) {
+  GRADLAB_CHECK(!parameters.empty(), ValueError, "parameters_to_vector",
+                "expected a non-empty list of parameters", "at least one tensor", "0");
+  check_param_devices("parameters_to_vector", parameters);
+  // vec = cat([p.view(-1) for p in parameters]): views, so the gradient reaches every parameter.
+  std::vector<Tensor> flat;
+  flat.reserve(parameters.size());
+  for (const Tensor& p : parameters) flat.push_back(p.reshape({-1}));
+  return cat(flat, 0);
+}
+
+void vector_to_parameters(const Tensor& vec, const std::vector<Tensor>& parameters) {
+  const char* op = "vector_to_parameters";
+  GRADLAB_CHECK(vec.defined(), ValueError, op, "expected a Tensor, but got: an undefined Tensor",
+                "a defined 1-D tensor", "Tensor()");
+  GRADLAB_CHECK(vec.dim() == 1, ShapeError, op, "vec must be a 1-D tensor (one flat vector)",
+                "1 dim", std::to_string(vec.dim()) + " dims, shape " + shape_str(vec.sizes()),
+                "flatten it (vec.flatten()) or make it with parameters_to_vector");
+  check_param_devices(op, parameters);
+  int64_t total = 0;
+  for (const Tensor& p : parameters) total += p.numel();
+  // NOTE: PyTorch does not check this: a short vec fails later on a view_as, a long one is
+  // silently accepted. Checked before any copy, so a wrong vec leaves every parameter untouched.
+  GRADLAB_CHECK(
+      vec.numel() == total, ShapeError, op,
+      "vec's length must equal the total number of elements of the parameters",
+      std::to_string(total) + " elements (" + std::to_string(parameters.size()) + " parameters)",
+      std::to_string(vec.numel()) + " elements",
+      "make vec with parameters_to_vector of a model with the same parameter shapes, in "
+      "the same order");
+  NoGradGuard no_grad;
+  int64_t offset = 0;
+  for (const Tensor& p : parameters) {
+    const int64_t n = p.numel();
+    Tensor dst = p;  // a handle to the same parameter: copy_ writes its storage in place
+    dst.copy_(vec.narrow(0, offset, n).reshape(p.sizes()));
+    offset += n;
+  }
 }
 
 }  // namespace utils
