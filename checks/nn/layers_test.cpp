@@ -98,6 +98,11 @@ TEST(Activations, MatchPyTorch) {
                    "\"none\" or \"tanh\"");
   EXPECT_EQ(printed(*nn::Softmax(1)), "Softmax(dim=1)");
   EXPECT_EQ(printed(*nn::LeakyReLU()), "LeakyReLU(negative_slope=0.01)");
+  // Softplus(beta=2, threshold=1): log(1 + exp(2x)) / 2, and x where 2x > 1 (PyTorch's definition)
+  std::vector<double> want;
+  for (double v : ref::act_input) want.push_back(2 * v > 1 ? v : std::log1p(std::exp(2 * v)) / 2);
+  EXPECT_THAT(vals(nn::Softplus(nn::SoftplusOptions().beta(2).threshold(1))(z)), Near(want, 1e-15));
+  EXPECT_EQ(printed(*nn::Softplus()), "Softplus(beta=1, threshold=20)");
 }
 
 TEST(Activations, Gradcheck) {
@@ -110,6 +115,8 @@ TEST(Activations, Gradcheck) {
   EXPECT_TRUE(grad_ok([&](const TensorList& in) { return sm(in[0]); }, {x}, "Softmax"));
   nn::LeakyReLU lr(nn::LeakyReLUOptions().negative_slope(0.3));
   EXPECT_TRUE(grad_ok([&](const TensorList& in) { return lr(in[0]); }, {x}, "LeakyReLU"));
+  nn::Softplus sp(nn::SoftplusOptions().beta(1.5));
+  EXPECT_TRUE(grad_ok([&](const TensorList& in) { return sp(in[0]); }, {x}, "Softplus"));
 }
 
 // ---- Dropout -----------------------------------------------------------------------------------

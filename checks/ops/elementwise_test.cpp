@@ -1,5 +1,6 @@
 // Elementwise ops: forward values by hand, broadcasting, dtype promotion, wrapped scalars.
 
+#include <bit>
 #include <cmath>
 
 #include "common/check_helpers.hpp"
@@ -177,6 +178,52 @@ TEST(Unary, ClampMaximumMinimum) {
   Tensor n = maximum(tensor({NAN, 1.0}), tensor({0.0, NAN}));
   EXPECT_TRUE(std::isnan(vals(n)[0]));  // NaN propagates, as in PyTorch
   EXPECT_TRUE(std::isnan(vals(n)[1]));
+}
+
+TEST(Unary, ClampWithOneOpenBoundKeepsInfinitiesAndNaN) {
+  // As PyTorch: an open bound clamps nothing, so -inf stays -inf (not the lowest finite float).
+  const double inf = INFINITY;
+  Tensor x = tensor({-inf, -2.0, 0.5, 3.0, inf, NAN});
+  std::vector<double> hi = vals(clamp(x, std::nullopt, 1.0)), lo = vals(clamp(x, 0.0));
+  EXPECT_THAT(std::vector<double>(hi.begin(), hi.end() - 1), ElementsAre(-inf, -2, 0.5, 1, 1));
+  EXPECT_THAT(std::vector<double>(lo.begin(), lo.end() - 1), ElementsAre(0, 0, 0.5, 3, inf));
+  EXPECT_TRUE(std::isnan(hi.back()) && std::isnan(lo.back()));
+  // int64 with one open bound: the open side is the integer limit, not a cast of inf.
+  EXPECT_THAT(ivals(clamp(tensor({int64_t{-9}, int64_t{4}}), std::nullopt, 2)), ElementsAre(-9, 2));
+}
+
+TEST(Unary, SoftplusAsPyTorch) {
+  // log(1 + exp(beta x)) / beta, and x itself where beta x > threshold.
+  const TensorOptions d = TensorOptions().dtype(kFloat64);
+  Tensor x = tensor({-2.0, 0.0, 1.0, 30.0}, d);
+  EXPECT_THAT(vals(softplus(x)), Near({std::log1p(std::exp(-2.0)), std::log(2.0), std::log1p(std::exp(1.0)), 30.0}, 1e-12));
+  Tensor y = tensor({0.4, 0.6}, d);  // beta 2, threshold 1: 0.8 is below, 1.2 above
+  EXPECT_THAT(vals(softplus(y, 2.0, 1.0)), Near({std::log1p(std::exp(0.8)) / 2, 0.6}, 1e-12));
+  EXPECT_THAT(vals(nn::functional::softplus(y, nn::functional::SoftplusFuncOptions().beta(2).threshold(1))),
+              Near({std::log1p(std::exp(0.8)) / 2, 0.6}, 1e-12));
+  // dx = sigmoid(beta x) below the threshold, 1 above it
+  Tensor z = tensor({0.4, 0.6}, TensorOptions().dtype(kFloat64).requires_grad(true));
+  softplus(z, 2.0, 1.0).sum().backward();
+  EXPECT_THAT(vals(z.grad()), Near({1 / (1 + std::exp(-0.8)), 1.0}, 1e-12));
+  EXPECT_THROW((void)softplus(x, 0.0), ValueError);
+  // an integer tensor computes in the default float dtype, as the other float ops
+  EXPECT_EQ(softplus(tensor({int64_t{1}})).dtype(), kFloat32);
+}
+
+TEST(Unary, EveryElementGetsTheSameBitsWhateverItsPosition) {
+  // The CPU runs formulas over SIMD batches and pads the tail into one more batch: a value must
+  // give the same bits at every position, inside the body and in the tail.
+  for (int64_t n : {1, 3, 5, 8, 11, 17}) {
+    for (double v : {-1.7, -0.3, 0.0, 0.4, 2.5}) {
+      for (ScalarType dt : {kFloat32, kFloat64}) {
+        Tensor x = full({n}, v, TensorOptions().dtype(dt));
+        for (Tensor y : {exp(x), tanh(x), sigmoid(x), erf(x), sin(x), log(abs(x) + 1), softplus(x, 2.0, 1.0)}) {
+          std::vector<double> e = vals(y);
+          for (double got : e) EXPECT_EQ(std::bit_cast<uint64_t>(got), std::bit_cast<uint64_t>(e[0])) << "n " << n << " v " << v;
+        }
+      }
+    }
+  }
 }
 
 TEST(Select, WhereAndMaskedFill) {

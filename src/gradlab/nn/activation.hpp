@@ -1,5 +1,5 @@
 #pragma once
-// Activation modules: ReLU, LeakyReLU, GELU, Tanh, Sigmoid, Softmax, LogSoftmax.
+// Activation modules: ReLU, LeakyReLU, Softplus, GELU, Tanh, Sigmoid, Softmax, LogSoftmax.
 
 #include <string>
 
@@ -28,6 +28,21 @@ class LeakyReLUImpl : public Module {
   LeakyReLUOptions options;
 };
 GRADLAB_MODULE(LeakyReLU);
+
+/// Options of nn::Softplus.
+struct SoftplusOptions {
+  GRADLAB_ARG(double, beta) = 1.0;
+  GRADLAB_ARG(double, threshold) = 20.0;
+};
+/// log(1 + exp(beta x)) / beta, linear where beta x > threshold.
+class SoftplusImpl : public Module {
+ public:
+  explicit SoftplusImpl(const SoftplusOptions& options = {}) : options(options) {}
+  Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& os) const override;
+  SoftplusOptions options;
+};
+GRADLAB_MODULE(Softplus);
 
 /// Options of nn::GELU.
 struct GELUOptions {

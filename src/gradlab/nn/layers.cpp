@@ -120,6 +120,11 @@ void LeakyReLUImpl::pretty_print(std::ostream& os) const {
   os << "LeakyReLU(negative_slope=" << options.negative_slope() << ")";
 }
 
+Tensor SoftplusImpl::forward(const Tensor& x) { return softplus(x, options.beta(), options.threshold()); }
+void SoftplusImpl::pretty_print(std::ostream& os) const {
+  os << "Softplus(beta=" << options.beta() << ", threshold=" << options.threshold() << ")";
+}
+
 GELUImpl::GELUImpl(const GELUOptions& o) : options(o) {
   GRADLAB_CHECK(o.approximate() == "none" || o.approximate() == "tanh", ValueError, "GELU",
                 "unknown approximation", "\"none\" or \"tanh\"", "\"" + o.approximate() + "\"");

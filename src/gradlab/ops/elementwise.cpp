@@ -141,6 +141,11 @@ Tensor sigmoid(const Tensor& x, Site site) { return float_unary<Sigmoid>("sigmoi
 Tensor erf(const Tensor& x, Site site) { return float_unary<Erf>("erf", x, site); }
 Tensor relu(const Tensor& x, Site site) { return float_unary<Relu>("relu", x, site); }
 Tensor leaky_relu(const Tensor& x, double slope, Site site) { return float_unary<LeakyRelu>("leaky_relu", x, site, slope); }
+Tensor softplus(const Tensor& x, double beta, double threshold, Site site) {
+  GRADLAB_CHECK(beta != 0 && std::isfinite(beta), ValueError, "softplus", "beta must be a finite nonzero number",
+                "beta != 0", std::to_string(beta), "softplus(x) = log(1 + exp(beta x)) / beta divides by beta");
+  return float_unary<Softplus>("softplus", x, site, beta, threshold);
+}
 Tensor gelu(const Tensor& x, Site site) {
   // gelu(x) = 0.5 x (1 + erf(x / √2)), composed (its backward comes from mul, add and erf).
   return 0.5 * mul(x, 1 + erf(mul(x, 1.0 / std::numbers::sqrt2, site), site), site);

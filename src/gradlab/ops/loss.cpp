@@ -138,6 +138,9 @@ Tensor log_softmax(const Tensor& x, int64_t dim, Site site) { return gradlab::lo
 Tensor relu(const Tensor& x, Site site) { return gradlab::relu(x, site); }
 Tensor gelu(const Tensor& x, Site site) { return gradlab::gelu(x, site); }
 Tensor leaky_relu(const Tensor& x, double s, Site site) { return gradlab::leaky_relu(x, s, site); }
+Tensor softplus(const Tensor& x, const SoftplusFuncOptions& o, Site site) {
+  return gradlab::softplus(x, o.beta_, o.threshold_, site);
+}
 Tensor embedding(const Tensor& indices, const Tensor& weight, Site site) { return gradlab::embedding(weight, indices, site); }
 
 }  // namespace nn::functional

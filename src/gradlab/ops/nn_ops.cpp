@@ -1,6 +1,7 @@
-// Neural-network ops. Primitives (own backward + CPU kernels in backend/cpu/conv.cpp): unfold,
-// fold, max_pool2d. Composed from other ops (their backward comes from the pieces): linear,
-// conv2d, dropout, batch_norm, layer_norm.
+// Neural-network ops. Primitives with their own node (ops/internal/nn_ops.hpp): unfold, fold,
+// max_pool2d (kernels in backend/cpu/conv.cpp), linear (one fused LinearOp: a GEMM plus the bias),
+// threshold_backward and the fused cross-entropy. Composed from other ops (their backward comes
+// from the pieces): conv2d, dropout, batch_norm, layer_norm.
 
 #include "gradlab/ops/nn_ops.hpp"
 

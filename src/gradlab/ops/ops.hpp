@@ -38,6 +38,8 @@ Tensor sigmoid(const Tensor& x, Site site = {});
 Tensor erf(const Tensor& x, Site site = {});
 Tensor relu(const Tensor& x, Site site = {});
 Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01, Site site = {});
+/// log(1 + exp(beta x)) / beta, and x itself where beta x > threshold (as torch::softplus).
+Tensor softplus(const Tensor& x, double beta = 1.0, double threshold = 20.0, Site site = {});
 /// Exact GELU: x * Φ(x) = 0.5 x (1 + erf(x / √2)).
 Tensor gelu(const Tensor& x, Site site = {});
 /// -1, 0 or 1 (no gradient flows through it).
@@ -185,6 +187,14 @@ Tensor log_softmax(const Tensor& x, int64_t dim, Site site = {});
 Tensor relu(const Tensor& x, Site site = {});
 Tensor gelu(const Tensor& x, Site site = {});
 Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01, Site site = {});
+/// Options of softplus (LibTorch's SoftplusFuncOptions).
+struct SoftplusFuncOptions {
+  double beta_ = 1.0;
+  double threshold_ = 20.0;
+  SoftplusFuncOptions& beta(double b) { beta_ = b; return *this; }
+  SoftplusFuncOptions& threshold(double t) { threshold_ = t; return *this; }
+};
+Tensor softplus(const Tensor& x, const SoftplusFuncOptions& options = {}, Site site = {});
 Tensor embedding(const Tensor& indices, const Tensor& weight, Site site = {});
 
 }  // namespace nn::functional

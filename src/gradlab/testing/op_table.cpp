@@ -775,6 +775,22 @@ std::vector<OpSpec> build_table() {
         return TensorList{map1(in[0], [s = p.r(0)](double x) { return x > 0 ? x : s * x; })};
       }));
   t.push_back(row(
+      "softplus", 1, "x: any, away from the threshold", "any shape; beta and threshold",
+      [](Draw& d) {
+        OpParams p;
+        p.reals = {d.choose(std::vector<double>{1.0, 2.0, 0.5, -1.0}), d.choose(std::vector<double>{20.0, 1.0})};
+        // keep beta x away from the threshold, where softplus switches to x (a kink)
+        Tensor x = d.values(d.shape(), Domain::away_from({p.reals[1] / p.reals[0]}, 0.1, -3, 3));
+        return make({x}, p, "softplus(x " + sh(x) + ", beta " + std::to_string(p.reals[0]) + ", threshold " +
+                                std::to_string(p.reals[1]) + ")");
+      },
+      [](const TensorList& in, const OpParams& p) { return TensorList{softplus(in[0], p.r(0), p.r(1))}; },
+      [](const TensorList& in, const OpParams& p) {
+        return TensorList{map1(in[0], [b = p.r(0), t = p.r(1)](double x) {
+          return b * x > t ? x : std::log1p(std::exp(b * x)) / b;
+        })};
+      }));
+  t.push_back(row(
       "clamp", 1, "x: away from the bounds", "any shape; min and/or max",
       [](Draw& d) {
         OpParams p;

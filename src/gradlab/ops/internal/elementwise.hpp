@@ -283,6 +283,23 @@ struct LeakyRelu : Op<LeakyRelu> {
   GradList backward(const GradList& g) { return {where(gt(x_.unpack(), 0.0), g[0], g[0] * slope)}; }
 };
 
+// y = log(1 + exp(βx)) / β  (x where βx > threshold)    dx = dy * σ(βx)  (dy where βx > threshold)
+struct Softplus : Op<Softplus> {
+  static constexpr const char* kName = "SoftplusBackward0";
+  SavedTensor x_;
+  double beta = 1, threshold = 20;
+  Tensor forward(const Tensor& x, double b, double t) {
+    beta = b;
+    threshold = t;
+    save(x_, x);
+    return kern::unary(Unary::Softplus, x, b, t);
+  }
+  GradList backward(const GradList& g) {
+    Tensor bx = x_.unpack() * beta;
+    return {where(gt(bx, threshold), g[0], g[0] * sigmoid(bx))};
+  }
+};
+
 // y = clamp(x, lo, hi)   dx = dy where lo <= x <= hi, else 0
 struct Clamp : Op<Clamp> {
   static constexpr const char* kName = "ClampBackward1";
