@@ -372,8 +372,8 @@ inline Magnitudes magnitudes(const OpSpec& spec, const OpCase& c, const TensorLi
     NoGradGuard ng;
     const Tensor x = f64(leaves[0]), u = ups[0];  // u: |upstream|
     const bool bn = spec.name == "batch_norm";
-    const bool eval = bn && (c.params.variant & 1);
-    const bool affine = bn ? !(c.params.variant & 2) : leaves.size() >= 3;
+    const bool eval = bn && !c.params.flag("training");
+    const bool affine = bn ? c.params.flag("affine") : leaves.size() >= 3;
     Dims group, others;  // statistics over `group`; dw, db sum over `others`
     Shape wshape;        // w broadcast against x
     if (bn) {
@@ -382,9 +382,9 @@ inline Magnitudes magnitudes(const OpSpec& spec, const OpCase& c, const TensorLi
       for (int64_t k = 0; k < x.dim(); ++k)
         if (k != 1) group.push_back(k), others.push_back(k);
     } else {
-      const int64_t lead = x.dim() - static_cast<int64_t>(c.params.shape.size());
+      wshape = c.params.shape("normalized_shape");
+      const int64_t lead = x.dim() - static_cast<int64_t>(wshape.size());
       for (int64_t k = 0; k < x.dim(); ++k) (k < lead ? others : group).push_back(k);
-      wshape = c.params.shape;
     }
     const size_t wi = eval ? 3 : 1;
     const Tensor w = affine ? abs(f64(leaves[wi])).reshape(wshape) : ones(wshape, kFloat64);
@@ -401,7 +401,7 @@ inline Magnitudes magnitudes(const OpSpec& spec, const OpCase& c, const TensorLi
       return dims.empty() ? t : sum(t, dims, true);
     };
     const Tensor su = over(u, others), suxh = over(u * axhat, others);
-    auto flat = [&](const Tensor& t) { return bn ? t.reshape({-1}) : t.reshape(c.params.shape); };
+    auto flat = [&](const Tensor& t) { return bn ? t.reshape({-1}) : t.reshape(wshape); };
     if (affine) {
       m.grads[wi] = flat(suxh);
       m.grads[wi + 1] = flat(su);

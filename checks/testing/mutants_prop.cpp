@@ -594,7 +594,7 @@ template <class OpT>
 OpFn binary_fn(const char* name, bool to_float = false) {
   return [name, to_float](const TensorList& in, const OpParams& p) {
     const Site site = Site::current();
-    Tensor b = p.variant == 1 ? wrap_scalar(p.r(0), in[0], name) : in[1];
+    Tensor b = p.has("scalar") ? wrap_scalar(p.real("scalar"), in[0], name) : in[1];
     auto [x, y] = prepare_binary(name, in[0], b, site, to_float);
     return TensorList{record<OpT>(site, x, y)};
   };
@@ -608,8 +608,8 @@ OpFn unary_fn() {
 template <class OpT>
 OpFn sum_fn() {
   return [](const TensorList& in, const OpParams& p) {
-    const Dims d = norm_dims(in[0], p.variant ? p.dims : Dims{});
-    return TensorList{record<OpT>(Site::current(), in[0], d, p.variant && p.i(0))};
+    const Dims d = norm_dims(in[0], p.has("dims") ? p.dims("dims") : Dims{});
+    return TensorList{record<OpT>(Site::current(), in[0], d, p.has("dims") && p.flag("keepdim"))};
   };
 }
 template <class OpT>
@@ -621,7 +621,7 @@ OpFn bmm_fn() {
 template <class OpT>
 OpFn softmax_fn() {
   return [](const TensorList& in, const OpParams& p) {
-    return TensorList{record<OpT>(Site::current(), in[0], wrapd(p.i(0), in[0].dim()))};
+    return TensorList{record<OpT>(Site::current(), in[0], wrapd(p.integer("dim"), in[0].dim()))};
   };
 }
 
@@ -646,9 +646,9 @@ std::vector<Mutant> catalogue() {
                binary_fn<MutMaximum>("maximum")});
   m.push_back({"where_swapped", "where", "da and db branches swapped",
                [](const TensorList& in, const OpParams& p) {
-                 Tensor a = in[1], b = p.variant == 0 ? in[2] : in[1];
-                 if (p.variant == 1) b = wrap_scalar(p.r(0), in[1], "where");
-                 if (p.variant == 2) a = wrap_scalar(p.r(0), in[1], "where");
+                 Tensor a = in[1], b = in.size() > 2 ? in[2] : in[1];
+                 if (p.has("other")) b = wrap_scalar(p.real("other"), in[1], "where");
+                 if (p.has("input")) a = wrap_scalar(p.real("input"), in[1], "where");
                  auto [x, y] = prepare_binary("where", a, b, Site::current());
                  const Shape s = broadcast_shapes(in[0].sizes(), x.sizes(), "where");
                  Tensor c = in[0].sizes() == s ? in[0] : in[0].expand(s);
@@ -671,18 +671,20 @@ std::vector<Mutant> catalogue() {
   m.push_back({"relu_ignores_upstream", "relu", "dx = (y > 0) (dy ignored)", unary_fn<MutRelu>()});
   m.push_back({"leaky_relu_slope_lost", "leaky_relu", "dx = 0 for x < 0 (slope lost)",
                [](const TensorList& in, const OpParams& p) {
-                 return TensorList{record<MutLeakyRelu>(Site::current(), in[0], p.r(0))};
+                 return TensorList{
+                     record<MutLeakyRelu>(Site::current(), in[0], p.real("negative_slope"))};
                }});
   m.push_back({"clamp_mask_lost", "clamp", "dx = dy everywhere (mask forgotten)",
                [](const TensorList& in, const OpParams& p) {
-                 const double lo = p.variant == 2 ? -INFINITY : p.r(0),
-                              hi = p.variant == 1 ? INFINITY : p.r(1);
+                 const double lo = p.has("min") ? p.real("min") : -INFINITY,
+                              hi = p.has("max") ? p.real("max") : INFINITY;
                  return TensorList{record<MutClamp>(Site::current(), in[0], lo, hi)};
                }});
   m.push_back({"pow_exponent_off_by_one", "pow", "dx = dy*p*x^p (p, not p-1)",
                [](const TensorList& in, const OpParams& p) {
-                 if (p.variant == 2) return TensorList{pow(in[0], in[1])};
-                 return TensorList{record<MutPowScalar>(Site::current(), in[0], p.r(0))};
+                 if (!p.has("exponent")) return TensorList{pow(in[0], in[1])};
+                 return TensorList{
+                     record<MutPowScalar>(Site::current(), in[0], p.real("exponent"))};
                }});
   m.push_back({"bmm_da_untransposed", "bmm", "dA = dC @ B (B^T expected)", bmm_fn<MutBmm<0>>()});
   m.push_back({"bmm_grads_swapped", "bmm", "returns (dB, dA)", bmm_fn<MutBmm<1>>()});
@@ -693,41 +695,42 @@ std::vector<Mutant> catalogue() {
   m.push_back({"amax_mask_lost", "amax", "dx = dy everywhere (no argmax mask)", sum_fn<MutAmax>()});
   m.push_back({"max_dim_off_by_one", "max", "scatter at index + 1",
                [](const TensorList& in, const OpParams& p) {
-                 if (!p.variant) return TensorList{max(in[0])};
-                 const int64_t d = in[0].dim() == 0 ? 0 : wrapd(p.i(0), in[0].dim());
-                 return record<MutMaxDim>(Site::current(), in[0], d, p.i(1) != 0);
+                 if (!p.has("dim")) return TensorList{max(in[0])};
+                 const int64_t d = in[0].dim() == 0 ? 0 : wrapd(p.integer("dim"), in[0].dim());
+                 return record<MutMaxDim>(Site::current(), in[0], d, p.flag("keepdim"));
                }});
   m.push_back({"expand_missing_sum", "expand", "no sum over broadcast dims (first copy taken)",
                [](const TensorList& in, const OpParams& p) {
-                 if (p.shape == in[0].sizes()) return TensorList{in[0]};
-                 return TensorList{record<MutExpand>(Site::current(), in[0], p.shape)};
+                 if (p.shape("size") == in[0].sizes()) return TensorList{in[0]};
+                 return TensorList{record<MutExpand>(Site::current(), in[0], p.shape("size"))};
                }});
   m.push_back({"permute_not_inverted", "permute", "dx = dy.permute(p) (inverse expected)",
                [](const TensorList& in, const OpParams& p) {
                  Dims w;
-                 for (auto d : p.dims) w.push_back(wrapd(d, in[0].dim()));
+                 for (auto d : p.dims("dims")) w.push_back(wrapd(d, in[0].dim()));
                  return TensorList{record<MutPermute>(Site::current(), in[0], w)};
                }});
   m.push_back({"index_select_off_by_one", "index_select", "index_add at index + 1",
                [](const TensorList& in, const OpParams& p) {
-                 return TensorList{record<MutIndexSelect>(
-                     Site::current(), in[0], wrapd(p.i(0), in[0].dim()), in[1].reshape({-1}))};
+                 return TensorList{record<MutIndexSelect>(Site::current(), in[0],
+                                                          wrapd(p.integer("dim"), in[0].dim()),
+                                                          in[1].reshape({-1}))};
                }});
   m.push_back({"index_add_off_by_one", "index_add", "dsrc = index_select at index + 1",
                [](const TensorList& in, const OpParams& p) {
                  return TensorList{record<MutIndexAdd>(Site::current(), in[0],
-                                                       wrapd(p.i(0), in[0].dim()),
+                                                       wrapd(p.integer("dim"), in[0].dim()),
                                                        in[1].reshape({-1}), in[2])};
                }});
   m.push_back({"gather_off_by_one", "gather", "scatter_add at index + 1",
                [](const TensorList& in, const OpParams& p) {
-                 return TensorList{
-                     record<MutGather>(Site::current(), in[0], wrapd(p.i(0), in[0].dim()), in[1])};
+                 return TensorList{record<MutGather>(Site::current(), in[0],
+                                                     wrapd(p.integer("dim"), in[0].dim()), in[1])};
                }});
   m.push_back({"scatter_add_off_by_one", "scatter_add", "dsrc = gather at index + 1",
                [](const TensorList& in, const OpParams& p) {
-                 return TensorList{record<MutScatterAdd>(Site::current(), in[0],
-                                                         wrapd(p.i(0), in[0].dim()), in[1], in[2])};
+                 return TensorList{record<MutScatterAdd>(
+                     Site::current(), in[0], wrapd(p.integer("dim"), in[0].dim()), in[1], in[2])};
                }});
   m.push_back({"softmax_no_subtraction", "softmax", "dx = y*dy (- sum  dy*y dropped)",
                softmax_fn<FusedSoftmax<1>>()});

@@ -227,16 +227,6 @@ inline void reference_property(const OpSpec& spec) {
 // ---- laws ---------------------------------------------------------------------------------------
 
 inline Tensor leaf(const Tensor& t) { return t.detach().requires_grad_(true); }
-inline OpParams with_shape(Shape s) {
-  OpParams p;
-  p.shape = std::move(s);
-  return p;
-}
-inline OpParams with_ints(std::vector<int64_t> v) {
-  OpParams p;
-  p.ints = std::move(v);
-  return p;
-}
 
 #define GRADLAB_LAW_ASSERT(cond, law, what)                                                   \
   do {                                                                                        \
@@ -260,8 +250,8 @@ inline void law_reshape_roundtrip(const OpLookup& ops) {
     n /= s2.back();
   }
   s2.push_back(n);
-  Tensor y = ops("reshape")({x}, with_shape(s2))[0];
-  Tensor z = ops("reshape")({y}, with_shape(s))[0];
+  Tensor y = ops("reshape")({x}, OpParams().set("shape", s2))[0];
+  Tensor z = ops("reshape")({y}, OpParams().set("shape", s))[0];
   GRADLAB_LAW_ASSERT(
       z.sizes() == s && equal(z, x), "reshape round-trip",
       "reshape(reshape(x " + shape_str(s) + ", " + shape_str(s2) + "), " + shape_str(s) + ") != x");
@@ -284,9 +274,7 @@ inline void law_permute_inverse(const OpLookup& ops) {
     std::swap(p[k], p[d.integer(0, k)]);
   Dims inv(p.size());
   for (size_t i = 0; i < p.size(); ++i) inv[p[i]] = static_cast<int64_t>(i);
-  OpParams pp, pi;
-  pp.dims = p;
-  pi.dims = inv;
+  const OpParams pp = OpParams().set("dims", p), pi = OpParams().set("dims", inv);
   Tensor y = ops("permute")({x}, pp)[0];
   Tensor z = ops("permute")({y}, pi)[0];
   GRADLAB_LAW_ASSERT(
@@ -317,8 +305,8 @@ inline void law_softmax_shift(const OpLookup& ops) {
   for (const char* name : {"softmax", "log_softmax"}) {
     Tensor x = leaf(d.values(s, Domain::any()));
     Tensor c = leaf(d.values(cs, Domain::any(-3, 3)));
-    Tensor y1 = ops(name)({x}, with_ints({dim}))[0];
-    Tensor y2 = ops(name)({x + c}, with_ints({dim}))[0];
+    Tensor y1 = ops(name)({x}, OpParams().set("dim", dim))[0];
+    Tensor y2 = ops(name)({x + c}, OpParams().set("dim", dim))[0];
     GRADLAB_LAW_ASSERT(allclose(y1, y2, 1e-12, 1e-12), std::string(name) + " shift invariance",
                        std::string(name) + "(x + c) != " + name + "(x) for x " + shape_str(s) +
                            ", dim " + std::to_string(dim));
@@ -358,10 +346,8 @@ inline void law_sum_expand(const OpLookup& ops) {
   for (auto& v : s)
     if (d.boolean()) v = 1;
   Tensor x = leaf(d.values(s, Domain::any()));
-  OpParams all;
-  all.variant = 0;
-  Tensor e = ops("expand")({x}, with_shape(big))[0];
-  Tensor y = ops("sum")({e}, all)[0];
+  Tensor e = ops("expand")({x}, OpParams().set("size", big))[0];
+  Tensor y = ops("sum")({e}, OpParams())[0];  // no "dims": over everything
   const double factor = static_cast<double>(numel_of(big)) / static_cast<double>(x.numel());
   GRADLAB_LAW_ASSERT(std::abs(y.item<double>() - factor * x.sum().item<double>()) <=
                          1e-10 * (1 + std::abs(y.item<double>())),

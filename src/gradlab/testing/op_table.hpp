@@ -3,6 +3,7 @@
 // arity, input domains, how to draw shapes and parameters, optional tolerances and, where one
 // exists, a reference implementation for small cases. Every op property in checks/ is driven by
 // it (gradcheck in float64, forward vs reference, gradgradcheck, composed graphs, mutants).
+// The rows are written by op family in testing/op_table/<family>.cpp, mirroring ops/.
 //
 // Random cases come from a `Draw`: an abstract source of shapes and values. gradlab ships
 // GeneratorDraw (seeded, no dependencies); checks/ and users with RapidCheck use the RapidCheck
@@ -11,10 +12,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "gradlab/core/generator.hpp"
@@ -109,15 +112,56 @@ class GeneratorDraw : public Draw {
   bool views_;
 };
 
-/// Non-tensor arguments of one case (dims, flags, scalars), interpreted by the row's op.
-struct OpParams {
-  std::vector<int64_t> ints;
-  Dims dims;
-  Shape shape;
-  std::vector<double> reals;
-  int64_t variant = 0;  ///< which overload / form of the op
-  int64_t i(size_t k) const { return ints.at(k); }
-  double r(size_t k) const { return reals.at(k); }
+/// Non-tensor arguments of one case, by name (PyTorch's argument names where there is one):
+///
+///   OpParams().set("dims", Dims{0, -1}).set("keepdim", true)    // a sampler writes them
+///   sum(x, p.dims("dims"), p.flag("keepdim"))                     // the row's op reads them
+///
+/// An optional argument is one the sampler may leave out (`p.has("stride")`). Reading a name the
+/// case does not have, or as another type, throws ValueError naming the row and the parameter.
+class OpParams {
+ public:
+  /// flag, integer, real, a list of integers (dims or a shape), or a word ("mean").
+  using Value = std::variant<bool, int64_t, double, std::vector<int64_t>, std::string>;
+
+  OpParams& set(const std::string& name, bool v) { return put(name, v); }
+  OpParams& set(const std::string& name, int v) { return put(name, int64_t{v}); }
+  OpParams& set(const std::string& name, int64_t v) { return put(name, v); }
+  OpParams& set(const std::string& name, double v) { return put(name, v); }
+  OpParams& set(const std::string& name, std::vector<int64_t> v) { return put(name, std::move(v)); }
+  OpParams& set(const std::string& name, std::initializer_list<int64_t> v) {
+    return put(name, std::vector<int64_t>(v));
+  }
+  OpParams& set(const std::string& name, std::string v) { return put(name, std::move(v)); }
+  OpParams& set(const std::string& name, const char* v) { return put(name, std::string(v)); }
+
+  bool has(const std::string& name) const { return values_.count(name) > 0; }
+  bool flag(const std::string& name) const;
+  int64_t integer(const std::string& name) const;
+  /// A real, or an integer read as one.
+  double real(const std::string& name) const;
+  /// True when `name` holds an integer (pow's integer exponents stay integers).
+  bool is_integer(const std::string& name) const;
+  const Dims& dims(const std::string& name) const;
+  const Shape& shape(const std::string& name) const { return dims(name); }
+  const std::string& text(const std::string& name) const;
+
+  /// The row these parameters are for (named in errors); the table's rows set it.
+  const std::string& row() const { return row_; }
+  OpParams& row(std::string name) {
+    row_ = std::move(name);
+    return *this;
+  }
+  /// "dim=-1, keepdim=true" (names in order).
+  std::string str() const;
+  bool empty() const { return values_.empty(); }
+
+ private:
+  OpParams& put(const std::string& name, Value v);
+  template <class V>
+  const V& get(const std::string& name, const char* kind) const;
+  std::map<std::string, Value> values_;
+  std::string row_;
 };
 
 /// One drawn case: the tensor arguments and the parameters. Floating inputs are the
