@@ -29,6 +29,7 @@ namespace {
 
 using namespace parity;
 using proptest::check_property;
+using proptest::row_param_name;
 
 /// Rows that cannot run on CUDA, with the reason. Each must still fail there (the coverage test
 /// checks it), so a row comes off this list as soon as it works.
@@ -110,12 +111,6 @@ std::vector<std::string> cuda_rows() {
     if (!not_on_cuda().count(s.name)) r.push_back(s.name);
   return r;
 }
-std::string param_name(const ::testing::TestParamInfo<std::string>& info) {
-  std::string n = info.param;
-  for (char& ch : n)
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  return n;
-}
 
 class CudaParity : public ::testing::TestWithParam<std::string> {};
 TEST_P(CudaParity, Float64) {
@@ -126,7 +121,7 @@ TEST_P(CudaParity, Float32) {
   GRADLAB_USE_CUDA_BACKEND();
   run_row(GetParam(), kFloat32, 100);
 }
-INSTANTIATE_TEST_SUITE_P(OpTable, CudaParity, ::testing::ValuesIn(cuda_rows()), param_name);
+INSTANTIATE_TEST_SUITE_P(OpTable, CudaParity, ::testing::ValuesIn(cuda_rows()), row_param_name);
 
 class CudaParitySlow : public ::testing::TestWithParam<std::string> {};
 TEST_P(CudaParitySlow, Float64) {
@@ -137,7 +132,7 @@ TEST_P(CudaParitySlow, Float32) {
   GRADLAB_USE_CUDA_BACKEND();
   run_row(GetParam(), kFloat32, 1000);
 }
-INSTANTIATE_TEST_SUITE_P(OpTable, CudaParitySlow, ::testing::ValuesIn(cuda_rows()), param_name);
+INSTANTIATE_TEST_SUITE_P(OpTable, CudaParitySlow, ::testing::ValuesIn(cuda_rows()), row_param_name);
 
 // ---- coverage -----------------------------------------------------------------------------------
 
@@ -461,7 +456,8 @@ TEST_P(CudaParityLarge, Float32) {
   GRADLAB_USE_CUDA_BACKEND();
   run_large(GetParam(), kFloat32, 20);
 }
-INSTANTIATE_TEST_SUITE_P(Kernels, CudaParityLarge, ::testing::ValuesIn(large_names()), param_name);
+INSTANTIATE_TEST_SUITE_P(Kernels, CudaParityLarge, ::testing::ValuesIn(large_names()),
+                         row_param_name);
 
 }  // namespace
 

@@ -11,6 +11,7 @@
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -171,6 +172,14 @@ inline OpSpec with_op(const OpSpec& spec, OpFn f) {
   return s;
 }
 
+/// A gtest parameter name for a row ("nn::functional::relu" -> "nn__functional__relu").
+inline std::string row_param_name(const ::testing::TestParamInfo<std::string>& info) {
+  std::string n = info.param;
+  for (char& c : n)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return n;
+}
+
 // ---- table properties -------------------------------------------------------------------------
 
 inline std::string tag(const std::string& property, const std::string& check) {
@@ -238,18 +247,7 @@ inline void law_reshape_roundtrip(const OpLookup& ops) {
   rcgen::RcDraw d;
   const Shape s = d.shape();
   Tensor x = leaf(d.values(s, Domain::any()));
-  // A target with as many elements: split numel into up to four factors.
-  int64_t n = x.numel();
-  Shape s2;
-  const int64_t rank = d.integer(1, 4);
-  for (int64_t k = 0; k + 1 < rank; ++k) {
-    std::vector<int64_t> divs;
-    for (int64_t q = 1; q <= n; ++q)
-      if (n % q == 0) divs.push_back(q);
-    s2.push_back(d.choose(divs));
-    n /= s2.back();
-  }
-  s2.push_back(n);
+  const Shape s2 = d.factors(x.numel(), d.integer(1, 4));  // a target with as many elements
   Tensor y = ops("reshape")({x}, OpParams().set("shape", s2))[0];
   Tensor z = ops("reshape")({y}, OpParams().set("shape", s))[0];
   GRADLAB_LAW_ASSERT(
@@ -268,10 +266,7 @@ inline void law_permute_inverse(const OpLookup& ops) {
   rcgen::RcDraw d;
   const Shape s = d.shape(1, 4);
   Tensor x = leaf(d.values(s, Domain::any()));
-  Dims p(s.size());
-  for (size_t i = 0; i < p.size(); ++i) p[i] = static_cast<int64_t>(i);
-  for (int64_t k = static_cast<int64_t>(p.size()) - 1; k > 0; --k)
-    std::swap(p[k], p[d.integer(0, k)]);
+  const Dims p = d.permutation(static_cast<int64_t>(s.size()));
   Dims inv(p.size());
   for (size_t i = 0; i < p.size(); ++i) inv[p[i]] = static_cast<int64_t>(i);
   const OpParams pp = OpParams().set("dims", p), pi = OpParams().set("dims", inv);

@@ -111,59 +111,56 @@ std::vector<double> Domain::simple_values() const {
   return out;
 }
 
-// ---- GeneratorDraw -----------------------------------------------------------------------------
+// ---- make_layout -------------------------------------------------------------------------------
 
 using table::f64;
 
-Tensor make_layout(const std::vector<double>& vals, const Shape& shape, int64_t layout) {
+Tensor to_layout(const Tensor& t, int64_t layout) {
   NoGradGuard ng;
-  Tensor t = from_vector(vals, shape, f64());
-  if (layout == 1 && shape.size() >= 2) {
-    Tensor base = t.transpose(-1, -2).contiguous();  // storage in transposed order
-    return base.transpose(-1, -2).detach();
-  }
-  if (layout == 2 && !shape.empty()) {
-    Shape wide = shape;
+  if (layout == 1 && t.dim() >= 2) return t.transpose(-1, -2).contiguous().transpose(-1, -2);
+  if (layout == 2 && t.dim() >= 1) {
+    Shape wide = t.sizes();
     wide.back() *= 2;
-    Tensor base = zeros(wide, f64());
-    Tensor v = base.slice(-1, 0, wide.back(), 2);
+    Tensor v = zeros(wide, t.options()).slice(-1, 0, wide.back(), 2);
     v.copy_(t);
-    return v.detach();
+    return v;
   }
   return t;
 }
 
-int64_t GeneratorDraw::integer(int64_t lo, int64_t hi) {
-  return hi <= lo ? lo : gen_.randint(lo, hi + 1);
+Tensor make_layout(const std::vector<double>& vals, const Shape& shape, int64_t layout) {
+  Tensor t = from_vector(vals, shape, f64());
+  return layout == 0 ? t : to_layout(t, layout).detach();
 }
 
-Shape GeneratorDraw::shape(int64_t min_rank, int64_t max_rank, int64_t max_size) {
-  const int64_t r = integer(min_rank, max_rank);
-  Shape s;
-  for (int64_t k = 0; k < r; ++k) s.push_back(integer(1, max_size));
-  return s;
+// ---- Draw: shapes made of integer() and shape() --------------------------------------------
+
+Shape Draw::broadcastable_to(const Shape& s) {
+  Shape r(s.begin() + integer(0, static_cast<int64_t>(s.size())), s.end());
+  for (auto& v : r)
+    if (integer(0, 2) == 2) v = 1;
+  return r;
 }
 
-std::pair<Shape, Shape> GeneratorDraw::broadcast_pair(int64_t max_rank, int64_t max_size) {
+std::pair<Shape, Shape> Draw::broadcast_pair(int64_t max_rank, int64_t max_size) {
   const Shape out = shape(0, max_rank, max_size);
-  auto source = [&] {
-    Shape s(out.begin() + integer(0, static_cast<int64_t>(out.size())), out.end());
-    for (auto& v : s)
-      if (integer(0, 2) == 0) v = 1;
-    return s;
-  };
-  Shape a = source(), b = source();
+  Shape a = broadcastable_to(out);
+  Shape b = broadcastable_to(out);
   return {a, b};
 }
 
-std::pair<Shape, Shape> GeneratorDraw::matmul_pair(int64_t max_size) {
+std::array<int64_t, 3> Draw::matmul_sizes(int64_t max_size) {
+  return {integer(1, max_size), integer(1, max_size), integer(1, max_size)};
+}
+
+std::pair<Shape, Shape> Draw::matmul_pair(int64_t max_size) {
   const int64_t ra = integer(1, 4), rb = integer(1, 4);
-  const int64_t m = integer(1, max_size), k = integer(1, max_size), n = integer(1, max_size);
-  const Shape batch = shape(2, 2, 3);
-  auto batch_of = [&](int64_t rank) {
+  const auto [m, k, n] = matmul_sizes(max_size);
+  const Shape batch = matmul_batch();
+  auto batch_of = [&](int64_t rank) {  // the trailing rank - 2 batch dims, some set to 1
     Shape s(batch.end() - std::max<int64_t>(rank - 2, 0), batch.end());
     for (auto& v : s)
-      if (integer(0, 2) == 0) v = 1;
+      if (integer(0, 2) == 2) v = 1;
     return s;
   };
   Shape a = batch_of(ra), b = batch_of(rb);
@@ -176,6 +173,39 @@ std::pair<Shape, Shape> GeneratorDraw::matmul_pair(int64_t max_size) {
   else
     b.insert(b.end(), {k, n});
   return {a, b};
+}
+
+Dims Draw::permutation(int64_t rank) {
+  Dims p(static_cast<size_t>(rank));
+  std::iota(p.begin(), p.end(), 0);
+  for (int64_t k = rank - 1; k > 0; --k) std::swap(p[k], p[integer(0, k)]);
+  return p;
+}
+
+Shape Draw::factors(int64_t n, int64_t rank) {
+  Shape out;
+  for (int64_t k = 0; k + 1 < rank; ++k) {
+    std::vector<int64_t> divs;
+    for (int64_t q = 1; q <= n; ++q)
+      if (n % q == 0) divs.push_back(q);
+    out.push_back(choose(divs));
+    n /= out.back();
+  }
+  if (rank > 0) out.push_back(n);
+  return out;
+}
+
+// ---- GeneratorDraw -----------------------------------------------------------------------------
+
+int64_t GeneratorDraw::integer(int64_t lo, int64_t hi) {
+  return hi <= lo ? lo : gen_.randint(lo, hi + 1);
+}
+
+Shape GeneratorDraw::shape(int64_t min_rank, int64_t max_rank, int64_t max_size) {
+  const int64_t r = integer(min_rank, max_rank);
+  Shape s;
+  for (int64_t k = 0; k < r; ++k) s.push_back(integer(1, max_size));
+  return s;
 }
 
 Tensor GeneratorDraw::values(const Shape& shape, const Domain& domain, bool allow_views) {

@@ -10,6 +10,7 @@
 // one in gradlab/testing/rc_generators.hpp, which shrinks failing cases (drop a dim, halve a
 // size, simple values). The table itself never depends on RapidCheck.
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
@@ -78,10 +79,6 @@ class Draw {
   bool boolean() { return integer(0, 1) == 1; }
   /// A shape of rank in [min_rank, max_rank] with sizes in [1, max_size].
   virtual Shape shape(int64_t min_rank = 0, int64_t max_rank = 4, int64_t max_size = 5) = 0;
-  /// Two shapes that broadcast together.
-  virtual std::pair<Shape, Shape> broadcast_pair(int64_t max_rank = 4, int64_t max_size = 5) = 0;
-  /// Shapes a, b that matmul(a, b) accepts (ranks 1-4, broadcasting batch dims).
-  virtual std::pair<Shape, Shape> matmul_pair(int64_t max_size = 5) = 0;
   /// float64 values of `shape` in `domain`; may be a non-contiguous view (when `allow_views`).
   virtual Tensor values(const Shape& shape, const Domain& domain, bool allow_views = true) = 0;
   /// int64 values in [0, high).
@@ -90,6 +87,25 @@ class Draw {
   virtual Tensor mask(const Shape& shape) = 0;
   /// A seed for anything else random inside a case (e.g. dropout's mask).
   virtual uint64_t seed() = 0;
+
+  // Shapes made of the draws above (written once, for every Draw):
+  /// A shape that broadcasts to `s`: some leading dims dropped, some sizes set to 1 (shrinks
+  /// toward `s` itself).
+  Shape broadcastable_to(const Shape& s);
+  /// Two shapes that broadcast together: both broadcastable_to one drawn shape.
+  std::pair<Shape, Shape> broadcast_pair(int64_t max_rank = 4, int64_t max_size = 5);
+  /// Shapes a, b that matmul(a, b) accepts (ranks 1-4, broadcasting batch dims).
+  std::pair<Shape, Shape> matmul_pair(int64_t max_size = 5);
+  /// A permutation of [0, rank).
+  Dims permutation(int64_t rank);
+  /// `rank` sizes whose product is n (a reshape target), each a divisor of what is left.
+  Shape factors(int64_t n, int64_t rank);
+
+ protected:
+  /// matmul_pair's m, k, n, each in [1, max_size] (a Draw may enlarge one, or make one 0).
+  virtual std::array<int64_t, 3> matmul_sizes(int64_t max_size);
+  /// The batch dims matmul_pair's operands take their trailing ones from (rank 2, sizes 1-3).
+  virtual Shape matmul_batch() { return shape(2, 2, 3); }
 };
 
 /// A Draw on gradlab's seeded Generator: no dependencies, no shrinking.
@@ -99,8 +115,6 @@ class GeneratorDraw : public Draw {
       : gen_(seed), views_(allow_views) {}
   int64_t integer(int64_t lo, int64_t hi) override;
   Shape shape(int64_t min_rank = 0, int64_t max_rank = 4, int64_t max_size = 5) override;
-  std::pair<Shape, Shape> broadcast_pair(int64_t max_rank = 4, int64_t max_size = 5) override;
-  std::pair<Shape, Shape> matmul_pair(int64_t max_size = 5) override;
   Tensor values(const Shape& shape, const Domain& domain, bool allow_views = true) override;
   Tensor indices(const Shape& shape, int64_t high) override;
   Tensor mask(const Shape& shape) override;
@@ -212,5 +226,8 @@ TensorList differentiable_inputs(const OpCase& c);
 /// 0 contiguous, 1 transposed storage (a non-contiguous view, rank >= 2), 2 every other element
 /// of a wider buffer (strided, rank >= 1). Draw implementations use it for non-contiguous inputs.
 Tensor make_layout(const std::vector<double>& values, const Shape& shape, int64_t layout);
+/// The values of `t` (contiguous) in make_layout's layout 0, 1 or 2, on t's device and dtype
+/// (no graph).
+Tensor to_layout(const Tensor& t, int64_t layout);
 
 }  // namespace gradlab::testing

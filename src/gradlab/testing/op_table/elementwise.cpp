@@ -29,13 +29,7 @@ OpSpec binary(std::string name, FT ft, FS fs, G g, Domain da, Domain db, bool co
       [ft, fs](const TensorList& in, const OpParams& p) {
         return TensorList{p.has("scalar") ? fs(in[0], p.real("scalar")) : ft(in[0], in[1])};
       },
-      [g](const TensorList& in, const OpParams& p) {
-        if (p.has("scalar")) {
-          const double c = p.real("scalar");
-          return TensorList{map1(in[0], [&](double a) { return g(a, c); })};
-        }
-        return TensorList{map2(in[0], in[1], g)};
-      });
+      binary_ref(g));
   s.composable = composable;
   return s;
 }
@@ -143,7 +137,7 @@ void add_elementwise_rows(std::vector<OpSpec>& t) {
         const int64_t form = d.integer(0, 2);  // 0: two tensors, 1: other = 0.75, 2: input = -0.5
         auto [sa, sb] = d.broadcast_pair();
         const Shape out = broadcast_shapes(sa, sb, "where");
-        Tensor c = d.mask(draw_source(d, out));
+        Tensor c = d.mask(d.broadcastable_to(out));
         if (form == 1) {
           Tensor a = d.values(out, any);
           return make({c, a}, OpParams().set("other", 0.75),
@@ -178,7 +172,7 @@ void add_elementwise_rows(std::vector<OpSpec>& t) {
       "masked_fill", 1, "x: any; mask: bool", "x any shape; mask broadcastable to it",
       [any](Draw& d) {
         Tensor x = d.values(d.shape(), any);
-        Tensor m = d.mask(draw_source(d, x.sizes()));
+        Tensor m = d.mask(d.broadcastable_to(x.sizes()));
         return make({x, m}, OpParams().set("value", 0.3),
                     "masked_fill(x " + sh(x) + ", mask " + sh(m) + ", 0.3)");
       },
@@ -186,10 +180,7 @@ void add_elementwise_rows(std::vector<OpSpec>& t) {
         return TensorList{masked_fill(in[0], in[1], p.real("value"))};
       },
       [](const TensorList& in, const OpParams& p) {
-        Vec m = V(expand_ref(in[1].to(kFloat64), in[0].sizes())), v = V(in[0]);
-        for (size_t i = 0; i < v.size(); ++i)
-          if (m[i] != 0) v[i] = p.real("value");
-        return TensorList{T(v, in[0].sizes())};
+        return TensorList{masked_fill_ref(in[0], in[1], p.real("value"))};
       }));
 
   // ---- unary -----------------------------------------------------------------------------
@@ -254,9 +245,8 @@ void add_elementwise_rows(std::vector<OpSpec>& t) {
         return TensorList{clamp(in[0], lo, hi)};
       },
       [](const TensorList& in, const OpParams& p) {
-        const double lo = p.has("min") ? p.real("min") : -INFINITY,
-                     hi = p.has("max") ? p.real("max") : INFINITY;
-        return TensorList{map1(in[0], [=](double x) { return std::min(std::max(x, lo), hi); })};
+        return TensorList{clamp_ref(in[0], p.has("min") ? p.real("min") : -INFINITY,
+                                    p.has("max") ? p.real("max") : INFINITY)};
       }));
 }
 

@@ -20,7 +20,7 @@ OpSpec inplace_binary(std::string name, Domain db, Fn fn, double (*g)(double, do
         if (d.integer(0, 3) == 0)
           return make({x}, OpParams().set("scalar", db.project(1.5)),
                       nm + "(self " + sh(x) + ", 1.5)");
-        Tensor o = d.values(draw_source(d, x.sizes()), db);
+        Tensor o = d.values(d.broadcastable_to(x.sizes()), db);
         return make({x, o}, {}, nm + "(self " + sh(x) + ", other " + sh(o) + ")");
       },
       [fn](const TensorList& in, const OpParams& p) {
@@ -32,11 +32,7 @@ OpSpec inplace_binary(std::string name, Domain db, Fn fn, double (*g)(double, do
           fn(y, in[1]);
         return TensorList{y};
       },
-      [g](const TensorList& in, const OpParams& p) {
-        if (p.has("scalar"))
-          return TensorList{map1(in[0], [&](double a) { return g(a, p.real("scalar")); })};
-        return TensorList{map2(in[0], in[1], g)};
-      });
+      binary_ref(g));
 }
 
 OpSpec fill_like(std::string name, bool zero) {
@@ -82,7 +78,7 @@ void add_inplace_rows(std::vector<OpSpec>& t) {
       "copy_", 2, "any", "self any shape; src broadcastable to it",
       [](Draw& d) {
         Tensor x = d.values(d.shape(), Domain::any());
-        Tensor s = d.values(draw_source(d, x.sizes()), Domain::any());
+        Tensor s = d.values(d.broadcastable_to(x.sizes()), Domain::any());
         return make({x, s}, {}, "copy_(self " + sh(x) + ", src " + sh(s) + ")");
       },
       [](const TensorList& in, const OpParams&) {
@@ -106,14 +102,13 @@ void add_inplace_rows(std::vector<OpSpec>& t) {
         return TensorList{y};
       },
       [](const TensorList& in, const OpParams& p) {
-        const double lo = p.real("min"), hi = p.real("max");
-        return TensorList{map1(in[0], [=](double x) { return std::min(std::max(x, lo), hi); })};
+        return TensorList{clamp_ref(in[0], p.real("min"), p.real("max"))};
       }));
   t.push_back(row(
       "masked_fill_", 1, "x: any; mask: bool", "any shape; a mask broadcastable to it",
       [](Draw& d) {
         Tensor x = d.values(d.shape(), Domain::any());
-        Tensor m = d.mask(draw_source(d, x.sizes()));
+        Tensor m = d.mask(d.broadcastable_to(x.sizes()));
         return make({x, m}, OpParams().set("value", -1.5),
                     "masked_fill_(self " + sh(x) + ", mask " + sh(m) + ", -1.5)");
       },
@@ -123,10 +118,7 @@ void add_inplace_rows(std::vector<OpSpec>& t) {
         return TensorList{y};
       },
       [](const TensorList& in, const OpParams& p) {
-        Vec m = V(expand_ref(in[1].to(kFloat64), in[0].sizes())), v = V(in[0]);
-        for (size_t i = 0; i < v.size(); ++i)
-          if (m[i] != 0) v[i] = p.real("value");
-        return TensorList{T(v, in[0].sizes())};
+        return TensorList{masked_fill_ref(in[0], in[1], p.real("value"))};
       }));
   // index_put_ with a bool mask of self's shape, or with distinct int64 rows of dim 0.
   t.push_back(row(
@@ -137,16 +129,16 @@ void add_inplace_rows(std::vector<OpSpec>& t) {
         Tensor x = d.values(d.shape(1, 4), Domain::any());
         if (!by_rows) {
           Tensor m = d.mask(x.sizes());
-          Tensor v = d.values(draw_source(d, x.sizes()), Domain::any());
+          Tensor v = d.values(d.broadcastable_to(x.sizes()), Domain::any());
           return make({x, m, v}, {},
                       "index_put_(self " + sh(x) + ", mask " + sh(m) + ", values " + sh(v) + ")");
         }
-        Dims perm = draw_perm(d, x.size(0));
+        Dims perm = d.permutation(x.size(0));
         const int64_t k = d.integer(1, x.size(0));
         Tensor rows = from_vector(std::vector<int64_t>(perm.begin(), perm.begin() + k), {k});
         Shape vs = x.sizes();
         vs[0] = k;
-        Tensor v = d.values(draw_source(d, vs), Domain::any());
+        Tensor v = d.values(d.broadcastable_to(vs), Domain::any());
         return make({x, rows, v}, {},
                     "index_put_(self " + sh(x) + ", rows " + sh(rows) + ", values " + sh(v) + ")");
       },

@@ -41,18 +41,9 @@ Tensor cat_ref(const TensorList& xs, int64_t dim) {
 
 // A random shape with the same number of elements (a valid reshape target; one size may be -1).
 Shape draw_reshape(Draw& d, const Shape& s) {
-  int64_t n = numel_of(s);
-  Shape out;
-  const int64_t rank = d.integer(0, 4);
-  for (int64_t k = 0; k + 1 < rank; ++k) {
-    std::vector<int64_t> divs;
-    for (int64_t q = 1; q <= n; ++q)
-      if (n % q == 0) divs.push_back(q);
-    const int64_t q = d.choose(divs);
-    out.push_back(q);
-    n /= q;
-  }
-  if (rank > 0 || n != 1) out.push_back(n);
+  const int64_t n = numel_of(s), rank = d.integer(0, 4);
+  Shape out = d.factors(n, rank);
+  if (rank == 0 && n != 1) out = {n};
   if (!out.empty() && d.integer(0, 3) == 0)
     out[d.integer(0, static_cast<int64_t>(out.size()) - 1)] = -1;
   return out;
@@ -149,7 +140,7 @@ void add_shape_rows(std::vector<OpSpec>& t) {
       "permute", 1, "any", "any shape; a permutation",
       [any](Draw& d) {
         Tensor x = d.values(d.shape(), any);
-        const Dims perm = draw_perm(d, x.dim());
+        const Dims perm = d.permutation(x.dim());
         return make({x}, OpParams().set("dims", perm),
                     "permute(x " + sh(x) + ", " + shape_str(perm) + ")");
       },
@@ -223,7 +214,7 @@ void add_shape_rows(std::vector<OpSpec>& t) {
       "x with some size-1 dims; a target that grows them and adds leading dims (-1 keeps a size)",
       [any](Draw& d) {
         const Shape big = d.shape();
-        Shape s = draw_source(d, big);
+        Shape s = d.broadcastable_to(big);
         Tensor x = d.values(s, any);
         Shape size = big;
         const size_t lead = big.size() - s.size();

@@ -100,6 +100,30 @@ inline Tensor matmul_ref(const Tensor& a, const Tensor& b) {
   return c.detach();
 }
 
+// The reference of a binary op g(a, b): on a broadcast pair, or with b the case's "scalar".
+template <class G>
+OpFn binary_ref(G g) {
+  return [g](const TensorList& in, const OpParams& p) {
+    if (p.has("scalar")) {
+      const double c = p.real("scalar");
+      return TensorList{map1(in[0], [&](double a) { return g(a, c); })};
+    }
+    return TensorList{map2(in[0], in[1], g)};
+  };
+}
+
+inline Tensor clamp_ref(const Tensor& x, double lo, double hi) {
+  return map1(x, [=](double v) { return std::min(std::max(v, lo), hi); });
+}
+
+// x with `value` where the mask (broadcast to x) is set.
+inline Tensor masked_fill_ref(const Tensor& x, const Tensor& mask, double value) {
+  Vec m = V(expand_ref(mask.to(kFloat64), x.sizes())), v = V(x);
+  for (size_t i = 0; i < v.size(); ++i)
+    if (m[i] != 0) v[i] = value;
+  return T(v, x.sizes());
+}
+
 inline double sum_of(const Vec& g) { return std::accumulate(g.begin(), g.end(), 0.0); }
 inline double max_of(const Vec& g) { return *std::max_element(g.begin(), g.end()); }
 inline double lse_of(const Vec& g) {
@@ -130,21 +154,6 @@ inline int64_t draw_dim(Draw& d, int64_t rank) {
 }
 inline int64_t wrap(int64_t dim, int64_t rank) {
   return dim < 0 ? dim + std::max<int64_t>(rank, 1) : dim;
-}
-
-inline Dims draw_perm(Draw& d, int64_t rank) {
-  Dims p(rank);
-  std::iota(p.begin(), p.end(), 0);
-  for (int64_t k = rank - 1; k > 0; --k) std::swap(p[k], p[d.integer(0, k)]);
-  return p;
-}
-
-// `s` with some dims set to 1 and some leading dims dropped: a shape that broadcasts to s.
-inline Shape draw_source(Draw& d, const Shape& s) {
-  Shape r(s.begin() + d.integer(0, static_cast<int64_t>(s.size())), s.end());
-  for (auto& v : r)
-    if (d.integer(0, 2) == 0) v = 1;
-  return r;
 }
 
 // ---- rows ------------------------------------------------------------------------------------
