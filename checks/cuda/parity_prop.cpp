@@ -29,6 +29,7 @@ namespace {
 
 using namespace parity;
 using proptest::check_property;
+using proptest::row_param_name;
 
 /// Rows that cannot run on CUDA, with the reason. Each must still fail there (the coverage test
 /// checks it), so a row comes off this list as soon as it works.
@@ -110,12 +111,6 @@ std::vector<std::string> cuda_rows() {
     if (!not_on_cuda().count(s.name)) r.push_back(s.name);
   return r;
 }
-std::string param_name(const ::testing::TestParamInfo<std::string>& info) {
-  std::string n = info.param;
-  for (char& ch : n)
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  return n;
-}
 
 class CudaParity : public ::testing::TestWithParam<std::string> {};
 TEST_P(CudaParity, Float64) {
@@ -126,7 +121,7 @@ TEST_P(CudaParity, Float32) {
   GRADLAB_USE_CUDA_BACKEND();
   run_row(GetParam(), kFloat32, 100);
 }
-INSTANTIATE_TEST_SUITE_P(OpTable, CudaParity, ::testing::ValuesIn(cuda_rows()), param_name);
+INSTANTIATE_TEST_SUITE_P(OpTable, CudaParity, ::testing::ValuesIn(cuda_rows()), row_param_name);
 
 class CudaParitySlow : public ::testing::TestWithParam<std::string> {};
 TEST_P(CudaParitySlow, Float64) {
@@ -137,7 +132,7 @@ TEST_P(CudaParitySlow, Float32) {
   GRADLAB_USE_CUDA_BACKEND();
   run_row(GetParam(), kFloat32, 1000);
 }
-INSTANTIATE_TEST_SUITE_P(OpTable, CudaParitySlow, ::testing::ValuesIn(cuda_rows()), param_name);
+INSTANTIATE_TEST_SUITE_P(OpTable, CudaParitySlow, ::testing::ValuesIn(cuda_rows()), row_param_name);
 
 // ---- coverage -----------------------------------------------------------------------------------
 
@@ -263,18 +258,17 @@ namespace {
 // the same check (check_case, the row's name choosing tolerance and magnitude rule) at sizes across
 // warp and block boundaries: K up to 300, 1000 classes, 40x40 images, 300 repeated indices.
 
-namespace F = gradlab::nn::functional;
-
 struct LargeCase {
-  std::string row;  ///< the op-table row whose kernels it runs
+  std::string row;  ///< the op-table row whose op (and kernels) it runs
   std::function<OpCase(Draw&)> sample;
-  OpFn op;
 };
 
-std::string dims_text(std::initializer_list<int64_t> v) {
-  std::string s;
-  for (int64_t x : v) s += (s.empty() ? "" : ", ") + std::to_string(x);
-  return "[" + s + "]";
+// A case of `row` with named parameters, described by them.
+OpCase large(const std::string& row, TensorList in, OpParams p) {
+  std::string d = row + "(";
+  for (size_t i = 0; i < in.size(); ++i) d += (i ? ", " : "") + shape_str(in[i].sizes());
+  d += p.empty() ? ")" : "; " + p.str() + ")";
+  return OpCase{std::move(in), std::move(p), d};
 }
 
 // logits / log-probabilities [N, C] (C large), targets, reduction, smoothing, ignore_index
@@ -282,49 +276,40 @@ OpCase class_case(Draw& d, const std::string& name) {
   const int64_t n = d.integer(1, 70), c = d.integer(2, 1000);
   Tensor x = d.values({n, c}, Domain::any());
   Tensor t = d.indices({n}, c);
-  OpParams p;
   int64_t ignore = -100;
   if (d.integer(0, 2) == 2) {
     const auto tv = t.to_vector<int64_t>();
     if (std::any_of(tv.begin(), tv.end(), [&](int64_t v) { return v != tv[0]; })) ignore = tv[0];
   }
-  p.ints = {d.integer(0, 2), ignore};
-  p.reals = {d.integer(0, 1) ? 0.1 : 0.0};
-  return OpCase{{x, t},
-                p,
-                name + "(input " + shape_str(x.sizes()) + ", reduction " + std::to_string(p.i(0)) +
-                    ", ignore_index " + std::to_string(ignore) + ", smoothing " +
-                    std::to_string(p.r(0)) + ")"};
-}
-F::Reduction reduction_of(int64_t r) {
-  return r == 0 ? F::Reduction::Mean : r == 1 ? F::Reduction::Sum : F::Reduction::None;
-}
-F::CrossEntropyFuncOptions ce_options(const OpParams& p) {
-  return F::CrossEntropyFuncOptions()
-      .reduction(reduction_of(p.i(0)))
-      .ignore_index(p.i(1))
-      .label_smoothing(p.r(0));
+  const std::string reduction = d.choose(std::vector<std::string>{"mean", "sum", "none"});
+  const double smoothing = d.integer(0, 1) ? 0.1 : 0.0;
+  return large(name, {x, t},
+               OpParams()
+                   .set("reduction", reduction)
+                   .set("ignore_index", ignore)
+                   .set("label_smoothing", smoothing));
 }
 
-// A 2-D window (kernel, dilation, padding, stride) and an H x W image it fits, H, W up to ~40.
+// A 2-D window (kernel_size, dilation, padding, stride) and an H x W image it fits ("hw"), H, W
+// up to ~40.
 OpParams window(Draw& d, bool pool) {
-  OpParams p;
   const int64_t kh = d.integer(1, 5), kw = d.integer(1, 5);
   const int64_t dh = pool ? 1 : d.integer(1, 2), dw = pool ? 1 : d.integer(1, 2);
   const int64_t ph = d.integer(0, kh / 2), pw = d.integer(0, kw / 2);
   const int64_t sh = d.integer(1, 3), sw = d.integer(1, 3);
   const int64_t H = std::max<int64_t>(1, dh * (kh - 1) + 1 - 2 * ph) + d.integer(0, 36);
   const int64_t W = std::max<int64_t>(1, dw * (kw - 1) + 1 - 2 * pw) + d.integer(0, 36);
-  p.ints = {kh, kw, dh, dw, ph, pw, sh, sw};
-  p.shape = {H, W};
-  return p;
+  return OpParams()
+      .set("kernel_size", {kh, kw})
+      .set("dilation", {dh, dw})
+      .set("padding", {ph, pw})
+      .set("stride", {sh, sw})
+      .set("hw", {H, W});
 }
-int64_t out_size(int64_t n, int64_t k, int64_t dd, int64_t pp, int64_t ss) {
-  return (n + 2 * pp - dd * (k - 1) - 1) / ss + 1;
-}
-std::string window_text(const OpParams& p) {
-  return "kernel " + dims_text({p.i(0), p.i(1)}) + ", dilation " + dims_text({p.i(2), p.i(3)}) +
-         ", padding " + dims_text({p.i(4), p.i(5)}) + ", stride " + dims_text({p.i(6), p.i(7)});
+int64_t out_size(const OpParams& p, size_t k) {
+  const int64_t n = p.dims("hw")[k], kk = p.dims("kernel_size")[k], dd = p.dims("dilation")[k],
+                pp = p.dims("padding")[k], ss = p.dims("stride")[k];
+  return (n + 2 * pp - dd * (kk - 1) - 1) / ss + 1;
 }
 
 const std::vector<LargeCase>& large_cases() {
@@ -332,158 +317,91 @@ const std::vector<LargeCase>& large_cases() {
       {"mm",
        [](Draw& d) {
          const int64_t m = d.integer(1, 130), k = d.integer(1, 300), n = d.integer(1, 130);
-         Tensor a = d.values({m, k}, Domain::any()), b = d.values({k, n}, Domain::any());
-         return OpCase{
-             {a, b}, {}, "mm(a " + shape_str(a.sizes()) + ", b " + shape_str(b.sizes()) + ")"};
-       },
-       [](const TensorList& in, const OpParams&) { return TensorList{mm(in[0], in[1])}; }},
+         return large("mm", {d.values({m, k}, Domain::any()), d.values({k, n}, Domain::any())}, {});
+       }},
       {"bmm",
        [](Draw& d) {
          const int64_t bb = d.integer(1, 5), m = d.integer(1, 70), k = d.integer(1, 70),
                        n = d.integer(1, 70);
-         Tensor a = d.values({bb, m, k}, Domain::any()), b = d.values({bb, k, n}, Domain::any());
-         return OpCase{
-             {a, b}, {}, "bmm(a " + shape_str(a.sizes()) + ", b " + shape_str(b.sizes()) + ")"};
-       },
-       [](const TensorList& in, const OpParams&) { return TensorList{bmm(in[0], in[1])}; }},
+         return large(
+             "bmm", {d.values({bb, m, k}, Domain::any()), d.values({bb, k, n}, Domain::any())}, {});
+       }},
       {"embedding",
        [](Draw& d) {
          Tensor w = d.values({d.integer(1, 300), d.integer(1, 129)}, Domain::any());
          Tensor idx = d.indices({d.integer(1, 40), d.integer(1, 8)}, w.size(0));
-         return OpCase{{w, idx},
-                       {},
-                       "embedding(weight " + shape_str(w.sizes()) + ", indices " +
-                           shape_str(idx.sizes()) + ")"};
-       },
-       [](const TensorList& in, const OpParams&) { return TensorList{embedding(in[0], in[1])}; }},
+         return large("embedding", {w, idx}, {});
+       }},
       {"index_select",
        [](Draw& d) {
          Tensor x = d.values({d.integer(1, 300), d.integer(1, 17)}, Domain::any());
          Tensor idx = d.indices({d.integer(1, 300)}, x.size(0));
-         return OpCase{{x, idx},
-                       {},
-                       "index_select(x " + shape_str(x.sizes()) + ", 0, index " +
-                           shape_str(idx.sizes()) + ")"};
-       },
-       [](const TensorList& in, const OpParams&) {
-         return TensorList{index_select(in[0], 0, in[1])};
+         return large("index_select", {x, idx}, OpParams().set("dim", 0));
        }},
       {"index_add",
        [](Draw& d) {
          Tensor self = d.values({d.integer(1, 300), d.integer(1, 17)}, Domain::any());
          Tensor idx = d.indices({d.integer(1, 300)}, self.size(0));
          Tensor src = d.values({idx.size(0), self.size(1)}, Domain::any());
-         return OpCase{{self, idx, src},
-                       {},
-                       "index_add(self " + shape_str(self.sizes()) + ", 0, index " +
-                           shape_str(idx.sizes()) + ")"};
-       },
-       [](const TensorList& in, const OpParams&) {
-         return TensorList{index_add(in[0], 0, in[1], in[2])};
+         return large("index_add", {self, idx, src}, OpParams().set("dim", 0));
        }},
       {"gather",
        [](Draw& d) {
          Tensor x = d.values({d.integer(1, 9), d.integer(1, 300)}, Domain::any());
          Tensor idx = d.indices({x.size(0), d.integer(1, 300)}, x.size(1));
-         return OpCase{
-             {x, idx},
-             {},
-             "gather(x " + shape_str(x.sizes()) + ", 1, index " + shape_str(idx.sizes()) + ")"};
-       },
-       [](const TensorList& in, const OpParams&) { return TensorList{gather(in[0], 1, in[1])}; }},
+         return large("gather", {x, idx}, OpParams().set("dim", 1));
+       }},
       {"scatter_add",
        [](Draw& d) {
          Tensor self = d.values({d.integer(1, 9), d.integer(1, 300)}, Domain::any());
          Tensor idx = d.indices({self.size(0), d.integer(1, 300)}, self.size(1));
          Tensor src = d.values(idx.sizes(), Domain::any());
-         return OpCase{{self, idx, src},
-                       {},
-                       "scatter_add(self " + shape_str(self.sizes()) + ", 1, index " +
-                           shape_str(idx.sizes()) + ")"};
-       },
-       [](const TensorList& in, const OpParams&) {
-         return TensorList{scatter_add(in[0], 1, in[1], in[2])};
+         return large("scatter_add", {self, idx, src}, OpParams().set("dim", 1));
        }},
       {"softmax",
        [](Draw& d) {
          Tensor x = d.values({d.integer(1, 4), d.integer(257, 2048)}, Domain::any(-8, 8));
-         return OpCase{{x}, {}, "softmax(x " + shape_str(x.sizes()) + ", -1)"};
-       },
-       [](const TensorList& in, const OpParams&) { return TensorList{softmax(in[0], -1)}; }},
+         return large("softmax", {x}, OpParams().set("dim", -1));
+       }},
       {"log_softmax",
        [](Draw& d) {
          Tensor x = d.values({d.integer(1, 4), d.integer(257, 2048)}, Domain::any(-8, 8));
-         return OpCase{{x}, {}, "log_softmax(x " + shape_str(x.sizes()) + ", -1)"};
-       },
-       [](const TensorList& in, const OpParams&) { return TensorList{log_softmax(in[0], -1)}; }},
-      {"cross_entropy_fused", [](Draw& d) { return class_case(d, "cross_entropy_fused"); },
-       [](const TensorList& in, const OpParams& p) {
-         return TensorList{F::cross_entropy_fused(in[0], in[1], ce_options(p))};
+         return large("log_softmax", {x}, OpParams().set("dim", -1));
        }},
-      {"cross_entropy", [](Draw& d) { return class_case(d, "cross_entropy"); },
-       [](const TensorList& in, const OpParams& p) {
-         return TensorList{F::cross_entropy(in[0], in[1], ce_options(p))};
-       }},
-      {"nll_loss", [](Draw& d) { return class_case(d, "nll_loss"); },
-       [](const TensorList& in, const OpParams& p) {
-         return TensorList{F::nll_loss(
-             in[0], in[1],
-             F::NLLLossFuncOptions().reduction(reduction_of(p.i(0))).ignore_index(p.i(1)))};
-       }},
+      {"cross_entropy_fused", [](Draw& d) { return class_case(d, "cross_entropy_fused"); }},
+      {"cross_entropy", [](Draw& d) { return class_case(d, "cross_entropy"); }},
+      {"nll_loss", [](Draw& d) { return class_case(d, "nll_loss"); }},
       {"conv2d",
        [](Draw& d) {
          OpParams p = window(d, false);
          const int64_t C = d.integer(1, 4), O = d.integer(1, 8);
-         Tensor x = d.values({d.integer(1, 2), C, p.shape[0], p.shape[1]}, Domain::any());
-         Tensor w = d.values({O, C, p.i(0), p.i(1)}, Domain::any()),
-                b = d.values({O}, Domain::any());
-         return OpCase{{x, w, b},
-                       p,
-                       "conv2d(x " + shape_str(x.sizes()) + ", weight " + shape_str(w.sizes()) +
-                           ", bias, " + window_text(p) + ")"};
-       },
-       [](const TensorList& in, const OpParams& p) {
-         return TensorList{
-             conv2d(in[0], in[1], in[2], {p.i(6), p.i(7)}, {p.i(4), p.i(5)}, {p.i(2), p.i(3)})};
+         const Dims &hw = p.dims("hw"), &k = p.dims("kernel_size");
+         Tensor x = d.values({d.integer(1, 2), C, hw[0], hw[1]}, Domain::any());
+         Tensor w = d.values({O, C, k[0], k[1]}, Domain::any()), b = d.values({O}, Domain::any());
+         return large("conv2d", {x, w, b}, p);
        }},
       {"max_pool2d",
        [](Draw& d) {
          OpParams p = window(d, true);
-         Tensor x = d.values({d.integer(1, 2), d.integer(1, 3), p.shape[0], p.shape[1]},
+         const Dims& hw = p.dims("hw");
+         Tensor x = d.values({d.integer(1, 2), d.integer(1, 3), hw[0], hw[1]},
                              Domain::any().distinct_values(0.001));
-         return OpCase{
-             {x}, p, "max_pool2d(x " + shape_str(x.sizes()) + ", " + window_text(p) + ")"};
-       },
-       [](const TensorList& in, const OpParams& p) {
-         return TensorList{max_pool2d(in[0], {p.i(0), p.i(1)}, IntPair(p.i(6), p.i(7)),
-                                      {p.i(4), p.i(5)}, {p.i(2), p.i(3)})};
+         return large("max_pool2d", {x}, p);
        }},
       {"unfold",
        [](Draw& d) {
          OpParams p = window(d, false);
-         Tensor x =
-             d.values({d.integer(1, 2), d.integer(1, 4), p.shape[0], p.shape[1]}, Domain::any());
-         return OpCase{{x}, p, "unfold(x " + shape_str(x.sizes()) + ", " + window_text(p) + ")"};
-       },
-       [](const TensorList& in, const OpParams& p) {
-         return TensorList{
-             unfold(in[0], {p.i(0), p.i(1)}, {p.i(2), p.i(3)}, {p.i(4), p.i(5)}, {p.i(6), p.i(7)})};
+         const Dims& hw = p.dims("hw");
+         Tensor x = d.values({d.integer(1, 2), d.integer(1, 4), hw[0], hw[1]}, Domain::any());
+         return large("unfold", {x}, p);
        }},
       {"fold",
        [](Draw& d) {
          OpParams p = window(d, false);
-         const int64_t L = out_size(p.shape[0], p.i(0), p.i(2), p.i(4), p.i(6)) *
-                           out_size(p.shape[1], p.i(1), p.i(3), p.i(5), p.i(7));
-         Tensor x =
-             d.values({d.integer(1, 2), d.integer(1, 4) * p.i(0) * p.i(1), L}, Domain::any());
-         return OpCase{{x},
-                       p,
-                       "fold(x " + shape_str(x.sizes()) + ", output_size " + shape_str(p.shape) +
-                           ", " + window_text(p) + ")"};
-       },
-       [](const TensorList& in, const OpParams& p) {
-         return TensorList{fold(in[0], {p.shape[0], p.shape[1]}, {p.i(0), p.i(1)}, {p.i(2), p.i(3)},
-                                {p.i(4), p.i(5)}, {p.i(6), p.i(7)})};
+         const int64_t L = out_size(p, 0) * out_size(p, 1);
+         const Dims& k = p.dims("kernel_size");
+         Tensor x = d.values({d.integer(1, 2), d.integer(1, 4) * k[0] * k[1], L}, Domain::any());
+         return large("fold", {x}, p.set("output_size", p.dims("hw")));
        }},
   };
   return v;
@@ -503,7 +421,7 @@ void run_large(const std::string& row, ScalarType dt, int cases) {
   OpSpec spec;
   spec.name = lc->row;
   spec.sample = lc->sample;
-  spec.op = lc->op;
+  spec.op = op_spec(lc->row).op;  // the row's own op, on these cases' named parameters
   PoisonGuard poison;
   Stats st;
   check_property(
@@ -538,7 +456,8 @@ TEST_P(CudaParityLarge, Float32) {
   GRADLAB_USE_CUDA_BACKEND();
   run_large(GetParam(), kFloat32, 20);
 }
-INSTANTIATE_TEST_SUITE_P(Kernels, CudaParityLarge, ::testing::ValuesIn(large_names()), param_name);
+INSTANTIATE_TEST_SUITE_P(Kernels, CudaParityLarge, ::testing::ValuesIn(large_names()),
+                         row_param_name);
 
 }  // namespace
 

@@ -121,43 +121,17 @@ class ParityDraw : public rcgen::RcDraw {
   Shape shape(int64_t min_rank = 0, int64_t max_rank = 4, int64_t max_size = 5) override {
     return adjust(RcDraw::shape(min_rank, max_rank, max_size));
   }
-  std::pair<Shape, Shape> broadcast_pair(int64_t max_rank = 4, int64_t max_size = 5) override {
-    const Shape out = shape(0, max_rank, max_size);
-    auto source = [&] {
-      Shape s(out.begin() + integer(0, static_cast<int64_t>(out.size())), out.end());
-      for (auto& v : s)
-        if (integer(0, 2) == 2) v = 1;
-      return s;
-    };
-    Shape a = source();
-    Shape b = source();
-    return {a, b};
-  }
-  std::pair<Shape, Shape> matmul_pair(int64_t max_size = 5) override {
-    const int64_t ra = integer(1, 4), rb = integer(1, 4);
-    int64_t mkn[3] = {integer(1, max_size), integer(1, max_size), integer(1, max_size)};
-    if (big_) mkn[integer(0, 2)] = choose(std::vector<int64_t>{33, 65, 100, 129, 257});
-    if (empty_) mkn[integer(0, 2)] = 0;
-    const Shape batch = RcDraw::shape(2, 2, 3);
-    auto batch_of = [&](int64_t rank) {
-      Shape s(batch.end() - std::max<int64_t>(rank - 2, 0), batch.end());
-      for (auto& v : s)
-        if (integer(0, 2) == 2) v = 1;
-      return s;
-    };
-    Shape a = batch_of(ra), b = batch_of(rb);
-    if (ra == 1)
-      a = {mkn[1]};
-    else
-      a.insert(a.end(), {mkn[0], mkn[1]});
-    if (rb == 1)
-      b = {mkn[1]};
-    else
-      b.insert(b.end(), {mkn[1], mkn[2]});
-    return {a, b};
-  }
   bool big() const { return big_; }
   bool empty() const { return empty_; }
+
+ protected:
+  std::array<int64_t, 3> matmul_sizes(int64_t max_size) override {
+    std::array<int64_t, 3> mkn = RcDraw::matmul_sizes(max_size);
+    if (big_) mkn[integer(0, 2)] = choose(std::vector<int64_t>{33, 65, 100, 129, 257});
+    if (empty_) mkn[integer(0, 2)] = 0;
+    return mkn;
+  }
+  Shape matmul_batch() override { return RcDraw::shape(2, 2, 3); }  // not made big or empty
 
  private:
   Shape adjust(Shape s) {
@@ -177,7 +151,8 @@ class ParityDraw : public rcgen::RcDraw {
 
 // ---- memory layouts -----------------------------------------------------------------------------
 
-/// The three layouts make_layout draws: contiguous, transposed storage, every other element.
+/// The three layouts make_layout draws (in its order): contiguous, transposed storage, every other
+/// element.
 enum class Layout { Contiguous, Transposed, Strided };
 
 inline Layout layout_of(const Tensor& t) {
@@ -193,19 +168,7 @@ inline const char* layout_name(Layout l) {
 }
 
 /// `v` (contiguous) laid out as `l`, on v's device (no graph).
-inline Tensor relayout(const Tensor& v, Layout l) {
-  NoGradGuard ng;
-  if (l == Layout::Transposed) return v.transpose(-1, -2).contiguous().transpose(-1, -2);
-  if (l == Layout::Strided) {
-    Shape wide = v.sizes();
-    wide.back() *= 2;
-    Tensor base = zeros(wide, v.options());
-    Tensor s = base.slice(-1, 0, wide.back(), 2);
-    s.copy_(v);
-    return s;
-  }
-  return v;
-}
+inline Tensor relayout(const Tensor& v, Layout l) { return to_layout(v, static_cast<int64_t>(l)); }
 
 /// x moved to CUDA as a strided view (every other element of a zeroed buffer); backward: dy
 /// moved back to x's device, as .cuda()'s own backward does.
@@ -372,8 +335,8 @@ inline Magnitudes magnitudes(const OpSpec& spec, const OpCase& c, const TensorLi
     NoGradGuard ng;
     const Tensor x = f64(leaves[0]), u = ups[0];  // u: |upstream|
     const bool bn = spec.name == "batch_norm";
-    const bool eval = bn && (c.params.variant & 1);
-    const bool affine = bn ? !(c.params.variant & 2) : leaves.size() >= 3;
+    const bool eval = bn && !c.params.flag("training");
+    const bool affine = bn ? c.params.flag("affine") : leaves.size() >= 3;
     Dims group, others;  // statistics over `group`; dw, db sum over `others`
     Shape wshape;        // w broadcast against x
     if (bn) {
@@ -382,9 +345,9 @@ inline Magnitudes magnitudes(const OpSpec& spec, const OpCase& c, const TensorLi
       for (int64_t k = 0; k < x.dim(); ++k)
         if (k != 1) group.push_back(k), others.push_back(k);
     } else {
-      const int64_t lead = x.dim() - static_cast<int64_t>(c.params.shape.size());
+      wshape = c.params.shape("normalized_shape");
+      const int64_t lead = x.dim() - static_cast<int64_t>(wshape.size());
       for (int64_t k = 0; k < x.dim(); ++k) (k < lead ? others : group).push_back(k);
-      wshape = c.params.shape;
     }
     const size_t wi = eval ? 3 : 1;
     const Tensor w = affine ? abs(f64(leaves[wi])).reshape(wshape) : ones(wshape, kFloat64);
@@ -401,7 +364,7 @@ inline Magnitudes magnitudes(const OpSpec& spec, const OpCase& c, const TensorLi
       return dims.empty() ? t : sum(t, dims, true);
     };
     const Tensor su = over(u, others), suxh = over(u * axhat, others);
-    auto flat = [&](const Tensor& t) { return bn ? t.reshape({-1}) : t.reshape(c.params.shape); };
+    auto flat = [&](const Tensor& t) { return bn ? t.reshape({-1}) : t.reshape(wshape); };
     if (affine) {
       m.grads[wi] = flat(suxh);
       m.grads[wi + 1] = flat(su);

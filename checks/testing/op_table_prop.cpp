@@ -25,19 +25,13 @@ std::vector<std::string> rows_with_reference() {
 std::vector<std::string> second_order_rows() {
   return rows_where([](const OpSpec& s) { return s.second_order; });
 }
-std::string param_name(const ::testing::TestParamInfo<std::string>& info) {
-  std::string n = info.param;
-  for (char& c : n)
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  return n;
-}
 
 class Gradcheck : public ::testing::TestWithParam<std::string> {};
 TEST_P(Gradcheck, Float64) {
   const OpSpec& spec = op_spec(GetParam());
   check_property([&] { gradcheck_property(spec); }, 100);
 }
-INSTANTIATE_TEST_SUITE_P(OpTable, Gradcheck, ::testing::ValuesIn(all_rows()), param_name);
+INSTANTIATE_TEST_SUITE_P(OpTable, Gradcheck, ::testing::ValuesIn(all_rows()), row_param_name);
 
 class Reference : public ::testing::TestWithParam<std::string> {};
 TEST_P(Reference, SmallCases) {
@@ -45,14 +39,15 @@ TEST_P(Reference, SmallCases) {
   check_property([&] { reference_property(spec); }, 100);
 }
 INSTANTIATE_TEST_SUITE_P(OpTable, Reference, ::testing::ValuesIn(rows_with_reference()),
-                         param_name);
+                         row_param_name);
 
 class Gradgrad : public ::testing::TestWithParam<std::string> {};
 TEST_P(Gradgrad, SecondOrder) {
   const OpSpec& spec = op_spec(GetParam());
   check_property([&] { gradgrad_property(spec); }, 20);
 }
-INSTANTIATE_TEST_SUITE_P(OpTable, Gradgrad, ::testing::ValuesIn(second_order_rows()), param_name);
+INSTANTIATE_TEST_SUITE_P(OpTable, Gradgrad, ::testing::ValuesIn(second_order_rows()),
+                         row_param_name);
 
 // ---- deep runs (label slow) ------------------------------------------------------------------
 class GradcheckSlow : public ::testing::TestWithParam<std::string> {};
@@ -60,7 +55,7 @@ TEST_P(GradcheckSlow, Float64) {
   const OpSpec& spec = op_spec(GetParam());
   check_property([&] { gradcheck_property(spec); }, 1000);
 }
-INSTANTIATE_TEST_SUITE_P(OpTable, GradcheckSlow, ::testing::ValuesIn(all_rows()), param_name);
+INSTANTIATE_TEST_SUITE_P(OpTable, GradcheckSlow, ::testing::ValuesIn(all_rows()), row_param_name);
 
 class GradgradSlow : public ::testing::TestWithParam<std::string> {};
 TEST_P(GradgradSlow, SecondOrder) {
@@ -68,6 +63,6 @@ TEST_P(GradgradSlow, SecondOrder) {
   check_property([&] { gradgrad_property(spec); }, 200);
 }
 INSTANTIATE_TEST_SUITE_P(OpTable, GradgradSlow, ::testing::ValuesIn(second_order_rows()),
-                         param_name);
+                         row_param_name);
 
 }  // namespace

@@ -122,8 +122,8 @@ TEST(OpTable, EveryOpStructInTheLibraryIsProducedByARow) {
   std::string list;
   for (const auto& n : m) list += "  " + n + "\n";
   EXPECT_TRUE(m.empty())
-      << "op structs with no row in the op table (add a row to src/gradlab/testing/op_table.cpp "
-         "whose op produces them):\n"
+      << "op structs with no row in the op table (add a row whose op produces them to its family "
+         "in src/gradlab/testing/op_table/<family>.cpp):\n"
       << list;
 }
 
@@ -144,7 +144,7 @@ TEST(OpTable, EveryPublicOpIsARowOrAnExemption) {
     if (!rows.count(n) && !exempt.count(n)) without_row += "  " + n + "\n";
   EXPECT_TRUE(without_row.empty())
       << "public ops with no row in the op table and no exemption (add a row to "
-         "src/gradlab/testing/op_table.cpp, or an exemption with its reason):\n"
+         "src/gradlab/testing/op_table/<family>.cpp, or an exemption with its reason):\n"
       << without_row;
   std::string stale;
   for (const auto& [n, why] : exempt)
@@ -194,6 +194,43 @@ TEST(OpTable, RowsAreWellFormedAndTheirCasesRun) {
       }
     }
   }
+}
+
+TEST(OpTable, ParametersAreNamedAndAMissingOneIsAClearError) {
+  const OpParams p =
+      OpParams().set("dims", {0, -1}).set("keepdim", true).set("p", 2.5).set("reduction", "mean");
+  EXPECT_EQ(p.dims("dims"), (Dims{0, -1}));
+  EXPECT_TRUE(p.flag("keepdim"));
+  EXPECT_EQ(p.real("p"), 2.5);
+  EXPECT_EQ(p.text("reduction"), "mean");
+  EXPECT_EQ(OpParams().set("dim", int64_t{-2}).integer("dim"), -2);
+  EXPECT_EQ(OpParams().set("exponent", 3).real("exponent"), 3.0);  // an integer reads as a real
+  EXPECT_EQ(p.str(), "dims=[0, -1], keepdim=true, p=2.5, reduction=mean");
+
+  // A sampled case knows its row, so the row's op names it when a parameter is missing ...
+  GeneratorDraw d(3);
+  const OpSpec& sum = op_spec("sum");
+  EXPECT_EQ(sum.sample(d).params.row(), "sum");
+  const Tensor x = ones({2, 3}, TensorOptions().dtype(kFloat64));
+  auto message = [&](const OpSpec& spec, const OpParams& q) {
+    try {
+      spec.op({x}, q);
+    } catch (const ValueError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no ValueError");
+  };
+  const std::string missing = message(sum, OpParams().set("dims", {1}));
+  EXPECT_NE(missing.find("op table row 'sum'"), std::string::npos) << missing;
+  EXPECT_NE(missing.find("no parameter 'keepdim'"), std::string::npos) << missing;
+  EXPECT_NE(missing.find("dims=[1]"), std::string::npos) << missing;  // what the case has
+  // ... and when it has the wrong type.
+  const std::string wrong = message(op_spec("softmax"), OpParams().set("dim", 1.0));
+  EXPECT_NE(wrong.find("op table row 'softmax'"), std::string::npos) << wrong;
+  EXPECT_NE(wrong.find("parameter 'dim' is read as an integer"), std::string::npos) << wrong;
+  EXPECT_NE(wrong.find("a real (dim=1)"), std::string::npos) << wrong;
+  // Optional parameters are the ones a row tests with has(): sum over everything.
+  EXPECT_EQ(sum.op({x}, OpParams())[0].item<double>(), 6.0);
 }
 
 TEST(OpTable, PrintsTheTable) {

@@ -11,6 +11,7 @@
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -171,6 +172,14 @@ inline OpSpec with_op(const OpSpec& spec, OpFn f) {
   return s;
 }
 
+/// A gtest parameter name for a row ("nn::functional::relu" -> "nn__functional__relu").
+inline std::string row_param_name(const ::testing::TestParamInfo<std::string>& info) {
+  std::string n = info.param;
+  for (char& c : n)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return n;
+}
+
 // ---- table properties -------------------------------------------------------------------------
 
 inline std::string tag(const std::string& property, const std::string& check) {
@@ -227,16 +236,6 @@ inline void reference_property(const OpSpec& spec) {
 // ---- laws ---------------------------------------------------------------------------------------
 
 inline Tensor leaf(const Tensor& t) { return t.detach().requires_grad_(true); }
-inline OpParams with_shape(Shape s) {
-  OpParams p;
-  p.shape = std::move(s);
-  return p;
-}
-inline OpParams with_ints(std::vector<int64_t> v) {
-  OpParams p;
-  p.ints = std::move(v);
-  return p;
-}
 
 #define GRADLAB_LAW_ASSERT(cond, law, what)                                                   \
   do {                                                                                        \
@@ -248,20 +247,9 @@ inline void law_reshape_roundtrip(const OpLookup& ops) {
   rcgen::RcDraw d;
   const Shape s = d.shape();
   Tensor x = leaf(d.values(s, Domain::any()));
-  // A target with as many elements: split numel into up to four factors.
-  int64_t n = x.numel();
-  Shape s2;
-  const int64_t rank = d.integer(1, 4);
-  for (int64_t k = 0; k + 1 < rank; ++k) {
-    std::vector<int64_t> divs;
-    for (int64_t q = 1; q <= n; ++q)
-      if (n % q == 0) divs.push_back(q);
-    s2.push_back(d.choose(divs));
-    n /= s2.back();
-  }
-  s2.push_back(n);
-  Tensor y = ops("reshape")({x}, with_shape(s2))[0];
-  Tensor z = ops("reshape")({y}, with_shape(s))[0];
+  const Shape s2 = d.factors(x.numel(), d.integer(1, 4));  // a target with as many elements
+  Tensor y = ops("reshape")({x}, OpParams().set("shape", s2))[0];
+  Tensor z = ops("reshape")({y}, OpParams().set("shape", s))[0];
   GRADLAB_LAW_ASSERT(
       z.sizes() == s && equal(z, x), "reshape round-trip",
       "reshape(reshape(x " + shape_str(s) + ", " + shape_str(s2) + "), " + shape_str(s) + ") != x");
@@ -278,15 +266,10 @@ inline void law_permute_inverse(const OpLookup& ops) {
   rcgen::RcDraw d;
   const Shape s = d.shape(1, 4);
   Tensor x = leaf(d.values(s, Domain::any()));
-  Dims p(s.size());
-  for (size_t i = 0; i < p.size(); ++i) p[i] = static_cast<int64_t>(i);
-  for (int64_t k = static_cast<int64_t>(p.size()) - 1; k > 0; --k)
-    std::swap(p[k], p[d.integer(0, k)]);
+  const Dims p = d.permutation(static_cast<int64_t>(s.size()));
   Dims inv(p.size());
   for (size_t i = 0; i < p.size(); ++i) inv[p[i]] = static_cast<int64_t>(i);
-  OpParams pp, pi;
-  pp.dims = p;
-  pi.dims = inv;
+  const OpParams pp = OpParams().set("dims", p), pi = OpParams().set("dims", inv);
   Tensor y = ops("permute")({x}, pp)[0];
   Tensor z = ops("permute")({y}, pi)[0];
   GRADLAB_LAW_ASSERT(
@@ -317,8 +300,8 @@ inline void law_softmax_shift(const OpLookup& ops) {
   for (const char* name : {"softmax", "log_softmax"}) {
     Tensor x = leaf(d.values(s, Domain::any()));
     Tensor c = leaf(d.values(cs, Domain::any(-3, 3)));
-    Tensor y1 = ops(name)({x}, with_ints({dim}))[0];
-    Tensor y2 = ops(name)({x + c}, with_ints({dim}))[0];
+    Tensor y1 = ops(name)({x}, OpParams().set("dim", dim))[0];
+    Tensor y2 = ops(name)({x + c}, OpParams().set("dim", dim))[0];
     GRADLAB_LAW_ASSERT(allclose(y1, y2, 1e-12, 1e-12), std::string(name) + " shift invariance",
                        std::string(name) + "(x + c) != " + name + "(x) for x " + shape_str(s) +
                            ", dim " + std::to_string(dim));
@@ -358,10 +341,8 @@ inline void law_sum_expand(const OpLookup& ops) {
   for (auto& v : s)
     if (d.boolean()) v = 1;
   Tensor x = leaf(d.values(s, Domain::any()));
-  OpParams all;
-  all.variant = 0;
-  Tensor e = ops("expand")({x}, with_shape(big))[0];
-  Tensor y = ops("sum")({e}, all)[0];
+  Tensor e = ops("expand")({x}, OpParams().set("size", big))[0];
+  Tensor y = ops("sum")({e}, OpParams())[0];  // no "dims": over everything
   const double factor = static_cast<double>(numel_of(big)) / static_cast<double>(x.numel());
   GRADLAB_LAW_ASSERT(std::abs(y.item<double>() - factor * x.sum().item<double>()) <=
                          1e-10 * (1 + std::abs(y.item<double>())),

@@ -3,18 +3,22 @@
 // arity, input domains, how to draw shapes and parameters, optional tolerances and, where one
 // exists, a reference implementation for small cases. Every op property in checks/ is driven by
 // it (gradcheck in float64, forward vs reference, gradgradcheck, composed graphs, mutants).
+// The rows are written by op family in testing/op_table/<family>.cpp, mirroring ops/.
 //
 // Random cases come from a `Draw`: an abstract source of shapes and values. gradlab ships
 // GeneratorDraw (seeded, no dependencies); checks/ and users with RapidCheck use the RapidCheck
 // one in gradlab/testing/rc_generators.hpp, which shrinks failing cases (drop a dim, halve a
 // size, simple values). The table itself never depends on RapidCheck.
 
+#include <array>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "gradlab/core/generator.hpp"
@@ -75,10 +79,6 @@ class Draw {
   bool boolean() { return integer(0, 1) == 1; }
   /// A shape of rank in [min_rank, max_rank] with sizes in [1, max_size].
   virtual Shape shape(int64_t min_rank = 0, int64_t max_rank = 4, int64_t max_size = 5) = 0;
-  /// Two shapes that broadcast together.
-  virtual std::pair<Shape, Shape> broadcast_pair(int64_t max_rank = 4, int64_t max_size = 5) = 0;
-  /// Shapes a, b that matmul(a, b) accepts (ranks 1-4, broadcasting batch dims).
-  virtual std::pair<Shape, Shape> matmul_pair(int64_t max_size = 5) = 0;
   /// float64 values of `shape` in `domain`; may be a non-contiguous view (when `allow_views`).
   virtual Tensor values(const Shape& shape, const Domain& domain, bool allow_views = true) = 0;
   /// int64 values in [0, high).
@@ -87,6 +87,25 @@ class Draw {
   virtual Tensor mask(const Shape& shape) = 0;
   /// A seed for anything else random inside a case (e.g. dropout's mask).
   virtual uint64_t seed() = 0;
+
+  // Shapes made of the draws above (written once, for every Draw):
+  /// A shape that broadcasts to `s`: some leading dims dropped, some sizes set to 1 (shrinks
+  /// toward `s` itself).
+  Shape broadcastable_to(const Shape& s);
+  /// Two shapes that broadcast together: both broadcastable_to one drawn shape.
+  std::pair<Shape, Shape> broadcast_pair(int64_t max_rank = 4, int64_t max_size = 5);
+  /// Shapes a, b that matmul(a, b) accepts (ranks 1-4, broadcasting batch dims).
+  std::pair<Shape, Shape> matmul_pair(int64_t max_size = 5);
+  /// A permutation of [0, rank).
+  Dims permutation(int64_t rank);
+  /// `rank` sizes whose product is n (a reshape target), each a divisor of what is left.
+  Shape factors(int64_t n, int64_t rank);
+
+ protected:
+  /// matmul_pair's m, k, n, each in [1, max_size] (a Draw may enlarge one, or make one 0).
+  virtual std::array<int64_t, 3> matmul_sizes(int64_t max_size);
+  /// The batch dims matmul_pair's operands take their trailing ones from (rank 2, sizes 1-3).
+  virtual Shape matmul_batch() { return shape(2, 2, 3); }
 };
 
 /// A Draw on gradlab's seeded Generator: no dependencies, no shrinking.
@@ -96,8 +115,6 @@ class GeneratorDraw : public Draw {
       : gen_(seed), views_(allow_views) {}
   int64_t integer(int64_t lo, int64_t hi) override;
   Shape shape(int64_t min_rank = 0, int64_t max_rank = 4, int64_t max_size = 5) override;
-  std::pair<Shape, Shape> broadcast_pair(int64_t max_rank = 4, int64_t max_size = 5) override;
-  std::pair<Shape, Shape> matmul_pair(int64_t max_size = 5) override;
   Tensor values(const Shape& shape, const Domain& domain, bool allow_views = true) override;
   Tensor indices(const Shape& shape, int64_t high) override;
   Tensor mask(const Shape& shape) override;
@@ -109,15 +126,56 @@ class GeneratorDraw : public Draw {
   bool views_;
 };
 
-/// Non-tensor arguments of one case (dims, flags, scalars), interpreted by the row's op.
-struct OpParams {
-  std::vector<int64_t> ints;
-  Dims dims;
-  Shape shape;
-  std::vector<double> reals;
-  int64_t variant = 0;  ///< which overload / form of the op
-  int64_t i(size_t k) const { return ints.at(k); }
-  double r(size_t k) const { return reals.at(k); }
+/// Non-tensor arguments of one case, by name (PyTorch's argument names where there is one):
+///
+///   OpParams().set("dims", Dims{0, -1}).set("keepdim", true)    // a sampler writes them
+///   sum(x, p.dims("dims"), p.flag("keepdim"))                     // the row's op reads them
+///
+/// An optional argument is one the sampler may leave out (`p.has("stride")`). Reading a name the
+/// case does not have, or as another type, throws ValueError naming the row and the parameter.
+class OpParams {
+ public:
+  /// flag, integer, real, a list of integers (dims or a shape), or a word ("mean").
+  using Value = std::variant<bool, int64_t, double, std::vector<int64_t>, std::string>;
+
+  OpParams& set(const std::string& name, bool v) { return put(name, v); }
+  OpParams& set(const std::string& name, int v) { return put(name, int64_t{v}); }
+  OpParams& set(const std::string& name, int64_t v) { return put(name, v); }
+  OpParams& set(const std::string& name, double v) { return put(name, v); }
+  OpParams& set(const std::string& name, std::vector<int64_t> v) { return put(name, std::move(v)); }
+  OpParams& set(const std::string& name, std::initializer_list<int64_t> v) {
+    return put(name, std::vector<int64_t>(v));
+  }
+  OpParams& set(const std::string& name, std::string v) { return put(name, std::move(v)); }
+  OpParams& set(const std::string& name, const char* v) { return put(name, std::string(v)); }
+
+  bool has(const std::string& name) const { return values_.count(name) > 0; }
+  bool flag(const std::string& name) const;
+  int64_t integer(const std::string& name) const;
+  /// A real, or an integer read as one.
+  double real(const std::string& name) const;
+  /// True when `name` holds an integer (pow's integer exponents stay integers).
+  bool is_integer(const std::string& name) const;
+  const Dims& dims(const std::string& name) const;
+  const Shape& shape(const std::string& name) const { return dims(name); }
+  const std::string& text(const std::string& name) const;
+
+  /// The row these parameters are for (named in errors); the table's rows set it.
+  const std::string& row() const { return row_; }
+  OpParams& row(std::string name) {
+    row_ = std::move(name);
+    return *this;
+  }
+  /// "dim=-1, keepdim=true" (names in order).
+  std::string str() const;
+  bool empty() const { return values_.empty(); }
+
+ private:
+  OpParams& put(const std::string& name, Value v);
+  template <class V>
+  const V& get(const std::string& name, const char* kind) const;
+  std::map<std::string, Value> values_;
+  std::string row_;
 };
 
 /// One drawn case: the tensor arguments and the parameters. Floating inputs are the
@@ -168,5 +226,8 @@ TensorList differentiable_inputs(const OpCase& c);
 /// 0 contiguous, 1 transposed storage (a non-contiguous view, rank >= 2), 2 every other element
 /// of a wider buffer (strided, rank >= 1). Draw implementations use it for non-contiguous inputs.
 Tensor make_layout(const std::vector<double>& values, const Shape& shape, int64_t layout);
+/// The values of `t` (contiguous) in make_layout's layout 0, 1 or 2, on t's device and dtype
+/// (no graph).
+Tensor to_layout(const Tensor& t, int64_t layout);
 
 }  // namespace gradlab::testing

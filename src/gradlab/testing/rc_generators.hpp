@@ -18,6 +18,7 @@
 #include <rapidcheck.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <utility>
@@ -130,49 +131,6 @@ inline rc::Gen<Shape> shape(int64_t min_rank = 0, int64_t max_rank = 4, int64_t 
   });
 }
 
-/// Two shapes that broadcast together: one output shape, each side drops leading dims and sets
-/// some dims to 1 (both shrink toward the plain shape).
-inline rc::Gen<std::pair<Shape, Shape>> broadcast_pair(int64_t max_rank = 4, int64_t max_size = 5) {
-  return rc::gen::exec([=] {
-    const Shape out = *shape(0, max_rank, max_size);
-    auto source = [&] {
-      Shape s(out.begin() + *uniform_int(0, static_cast<int64_t>(out.size())), out.end());
-      for (auto& v : s)
-        if (*uniform_int(0, 2) == 2) v = 1;
-      return s;
-    };
-    Shape a = source();
-    Shape b = source();
-    return std::make_pair(a, b);
-  });
-}
-
-/// Shapes a, b with matmul(a, b) defined: ranks 1-4, broadcasting batch dims.
-inline rc::Gen<std::pair<Shape, Shape>> matmul_pair(int64_t max_size = 5) {
-  return rc::gen::exec([=] {
-    const int64_t ra = *uniform_int(1, 4), rb = *uniform_int(1, 4);
-    const int64_t m = *uniform_int(1, max_size), k = *uniform_int(1, max_size),
-                  n = *uniform_int(1, max_size);
-    const Shape batch = *shape(2, 2, 3);
-    auto batch_of = [&](int64_t rank) {
-      Shape s(batch.end() - std::max<int64_t>(rank - 2, 0), batch.end());
-      for (auto& v : s)
-        if (*uniform_int(0, 2) == 2) v = 1;
-      return s;
-    };
-    Shape a = batch_of(ra), b = batch_of(rb);
-    if (ra == 1)
-      a = {k};
-    else
-      a.insert(a.end(), {m, k});
-    if (rb == 1)
-      b = {k};
-    else
-      b.insert(b.end(), {k, n});
-    return std::make_pair(a, b);
-  });
-}
-
 /// float64 values of `shape` in `domain`, contiguous or (when allowed) a non-contiguous view.
 inline rc::Gen<Tensor> tensor(Shape shape, Domain domain, bool allow_views = true) {
   return rc::Gen<Tensor>([=](const rc::Random& random, int) {
@@ -218,12 +176,6 @@ class RcDraw : public Draw {
   Shape shape(int64_t min_rank = 0, int64_t max_rank = 4, int64_t max_size = 5) override {
     return *rcgen::shape(min_rank, max_rank, std::min(max_size, max_size_));
   }
-  std::pair<Shape, Shape> broadcast_pair(int64_t max_rank = 4, int64_t max_size = 5) override {
-    return *rcgen::broadcast_pair(max_rank, std::min(max_size, max_size_));
-  }
-  std::pair<Shape, Shape> matmul_pair(int64_t max_size = 5) override {
-    return *rcgen::matmul_pair(std::min(max_size, max_size_));
-  }
   Tensor values(const Shape& shape, const Domain& domain, bool allow_views = true) override {
     return *rcgen::tensor(shape, domain, views_ && allow_views);
   }
@@ -231,9 +183,24 @@ class RcDraw : public Draw {
   Tensor mask(const Shape& shape) override { return *rcgen::mask(shape); }
   uint64_t seed() override { return *rc::gen::noShrink(rc::gen::arbitrary<uint64_t>()); }
 
+ protected:
+  std::array<int64_t, 3> matmul_sizes(int64_t max_size) override {
+    return Draw::matmul_sizes(std::min(max_size, max_size_));
+  }
+
  private:
   bool views_;
   int64_t max_size_;
 };
+
+/// Two shapes that broadcast together (Draw::broadcast_pair; both shrink toward the plain shape).
+inline rc::Gen<std::pair<Shape, Shape>> broadcast_pair(int64_t max_rank = 4, int64_t max_size = 5) {
+  return rc::gen::exec([=] { return RcDraw(true, max_size).broadcast_pair(max_rank, max_size); });
+}
+
+/// Shapes a, b with matmul(a, b) defined: ranks 1-4, broadcasting batch dims (Draw::matmul_pair).
+inline rc::Gen<std::pair<Shape, Shape>> matmul_pair(int64_t max_size = 5) {
+  return rc::gen::exec([=] { return RcDraw(true, max_size).matmul_pair(max_size); });
+}
 
 }  // namespace gradlab::testing::rcgen

@@ -1,0 +1,253 @@
+// Op-table rows of ops/loss.cpp: softmax, log_softmax, and the losses — cross_entropy (also its
+// fused node and its composite reference), nll_loss, mse_loss, l1_loss,
+// binary_cross_entropy_with_logits.
+
+#include "gradlab/testing/op_table/support.hpp"
+
+namespace gradlab::testing::table {
+
+namespace {
+
+namespace F = nn::functional;
+using F::Reduction;
+
+// Applies f to every lane of x along `dim` (a vector -> vector of the same length).
+template <class Fn>
+Tensor lanes_ref(const Tensor& x, int64_t dim, Fn f) {
+  const Shape& s = x.sizes();
+  const int64_t d = dim < 0 ? dim + x.dim() : dim;
+  Vec v = V(x), r(v.size());
+  Shape kept = s;
+  kept[d] = 1;
+  for (int64_t l = 0; l < numel_of(kept); ++l) {
+    Shape c = unravel_index(l, kept);
+    Vec lane;
+    std::vector<int64_t> at;
+    for (int64_t k = 0; k < s[d]; ++k) {
+      c[d] = k;
+      at.push_back(flat_of(c, s));
+      lane.push_back(v[at.back()]);
+    }
+    Vec out = f(lane);
+    for (size_t k = 0; k < at.size(); ++k) r[at[k]] = out[k];
+  }
+  return T(r, s);
+}
+
+Vec softmax_of(const Vec& g) {
+  const double m = max_of(g);
+  Vec r(g.size());
+  double s = 0;
+  for (size_t i = 0; i < g.size(); ++i) s += (r[i] = std::exp(g[i] - m));
+  for (double& e : r) e /= s;
+  return r;
+}
+
+Vec log_softmax_of(const Vec& g) {
+  const double l = lse_of(g);
+  Vec r(g.size());
+  for (size_t k = 0; k < g.size(); ++k) r[k] = g[k] - l;
+  return r;
+}
+
+Tensor reduce_loss(const Vec& l, const Shape& s, Reduction red) {
+  if (red == Reduction::None) return T(l, s);
+  const double total = sum_of(l);
+  return T({red == Reduction::Sum ? total : total / static_cast<double>(l.size())}, {});
+}
+
+const std::vector<std::string>& reduction_names() {
+  static const std::vector<std::string> names = {"mean", "sum", "none"};
+  return names;
+}
+Reduction reduction_of(const OpParams& p) {
+  const std::string& r = p.text("reduction");
+  return r == "mean" ? Reduction::Mean : r == "sum" ? Reduction::Sum : Reduction::None;
+}
+
+F::CrossEntropyFuncOptions ce_options(const OpParams& p) {
+  return F::CrossEntropyFuncOptions()
+      .reduction(reduction_of(p))
+      .ignore_index(p.integer("ignore_index"))
+      .label_smoothing(p.real("label_smoothing"));
+}
+
+OpSpec softmax_like(std::string name, bool log_form) {
+  const std::string nm = name;
+  return row(
+      name, 1, "any", "rank 1-4; a dim",
+      [nm](Draw& d) {
+        Tensor x = d.values(d.shape(1, 4), Domain::any());
+        const int64_t dim = draw_dim(d, x.dim());
+        return make({x}, OpParams().set("dim", dim),
+                    nm + "(x " + sh(x) + ", " + std::to_string(dim) + ")");
+      },
+      [log_form](const TensorList& in, const OpParams& p) {
+        const int64_t dim = p.integer("dim");
+        return TensorList{log_form ? log_softmax(in[0], dim) : softmax(in[0], dim)};
+      },
+      [log_form](const TensorList& in, const OpParams& p) {
+        return TensorList{
+            lanes_ref(in[0], p.integer("dim"), log_form ? log_softmax_of : softmax_of)};
+      });
+}
+
+// Logits [N, C] (or, when `allow_1d`, now and then [C] and a 0-d target) and class targets;
+// reduction, label_smoothing, ignore_index.
+OpCase class_case(Draw& d, bool allow_1d, const std::string& nm) {
+  const bool one_d = allow_1d && d.integer(0, 4) == 0;
+  const int64_t n = d.integer(1, 5), c = d.integer(2, 5);
+  Tensor x = d.values(one_d ? Shape{c} : Shape{n, c}, Domain::any());
+  Tensor target = d.indices(one_d ? Shape{} : Shape{n}, c);
+  int64_t ignore = -100;
+  if (!one_d && d.integer(0, 2) == 0) {
+    // Ignore one class, unless every target is that class (the mean would be 0/0).
+    auto tv = target.to_vector<int64_t>();
+    const int64_t cand = d.integer(0, c - 1);
+    if (std::any_of(tv.begin(), tv.end(), [&](int64_t v) { return v != cand; })) ignore = cand;
+  }
+  const std::string reduction = d.choose(reduction_names());
+  const double smoothing = d.boolean() ? 0.1 : 0.0;
+  return make({x, target},
+              OpParams()
+                  .set("reduction", reduction)
+                  .set("ignore_index", ignore)
+                  .set("label_smoothing", smoothing),
+              nm + "(input " + sh(x) + ", target " + sh(target) + ", reduction " + reduction +
+                  ", ignore_index " + std::to_string(ignore) + ", label_smoothing " +
+                  std::to_string(smoothing) + ")");
+}
+
+// loss_i = -(1-ε) logp[i, t_i] - ε mean_c logp[i, c], 0 where t_i is ignored; mean over kept
+// rows.
+Tensor nll_reference(const Tensor& logp2, const Tensor& target, const OpParams& p, double eps,
+                     bool one_d) {
+  const int64_t n = logp2.size(0), c = logp2.size(1), ignore = p.integer("ignore_index");
+  Vec lp = V(logp2), loss;
+  auto tv = target.to_vector<int64_t>();
+  double kept = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (tv[i] == ignore) {
+      loss.push_back(0.0);
+      continue;
+    }
+    kept += 1;
+    double mean_c = 0;
+    for (int64_t k = 0; k < c; ++k) mean_c += lp[i * c + k] / static_cast<double>(c);
+    loss.push_back(-(1 - eps) * lp[i * c + tv[i]] - eps * mean_c);
+  }
+  const Reduction red = reduction_of(p);
+  if (red == Reduction::Mean) return T({sum_of(loss) / kept}, {});
+  return reduce_loss(loss, one_d ? Shape{} : Shape{n}, red);
+}
+
+// cross_entropy's reference on [N, C] logits (a [C] input is one row).
+TensorList cross_entropy_ref(const TensorList& in, const OpParams& p) {
+  Tensor x2 = in[0].dim() == 1 ? T(V(in[0]), {1, in[0].size(0)}) : in[0];
+  Tensor t2 = in[1].dim() == 0 ? in[1].reshape({1}) : in[1];
+  Tensor lp = lanes_ref(x2, 1, log_softmax_of);
+  return {nll_reference(lp, t2, p, p.real("label_smoothing"), in[0].dim() == 1)};
+}
+
+using PairLoss = Tensor (*)(const Tensor&, const Tensor&, Reduction);
+
+OpSpec pair_loss(std::string name, Domain dx, PairLoss fn, double (*elem)(double, double),
+                 bool target_offset) {
+  const std::string nm = name;
+  return row(
+      name, 2,
+      "input: " + dx.label +
+          (target_offset ? "; target = input + an offset away from 0" : "; target: any"),
+      "two tensors of one shape; reduction",
+      [=](Draw& d) {
+        Tensor x = d.values(d.shape(), dx);
+        Tensor y;
+        if (target_offset) {
+          Tensor off = d.values(x.sizes(), Domain::nonzero(0.1, 1.0));
+          NoGradGuard ng;
+          y = (x + off).detach();
+        } else {
+          y = d.values(x.sizes(), nm == "binary_cross_entropy_with_logits" ? Domain::probability()
+                                                                           : Domain::any());
+        }
+        const std::string reduction = d.choose(reduction_names());
+        return make({x, y}, OpParams().set("reduction", reduction),
+                    nm + "(input " + sh(x) + ", target " + sh(y) + ", " + reduction + ")");
+      },
+      [fn](const TensorList& in, const OpParams& p) {
+        return TensorList{fn(in[0], in[1], reduction_of(p))};
+      },
+      [elem](const TensorList& in, const OpParams& p) {
+        Vec a = V(in[0]), b = V(in[1]), l;
+        for (size_t i = 0; i < a.size(); ++i) l.push_back(elem(a[i], b[i]));
+        return TensorList{reduce_loss(l, in[0].sizes(), reduction_of(p))};
+      });
+}
+
+Tensor mse(const Tensor& x, const Tensor& y, Reduction r) { return F::mse_loss(x, y, r); }
+Tensor l1(const Tensor& x, const Tensor& y, Reduction r) { return F::l1_loss(x, y, r); }
+Tensor bce_logits(const Tensor& x, const Tensor& y, Reduction r) {
+  return F::binary_cross_entropy_with_logits(x, y, r);
+}
+
+}  // namespace
+
+void add_loss_rows(std::vector<OpSpec>& t) {
+  t.push_back(softmax_like("softmax", false));
+  t.push_back(softmax_like("log_softmax", true));
+  t.push_back(row(
+      "cross_entropy", 1, "logits: any; target: class indices",
+      "[N, C] and [N] (or [C] and []); reduction; smoothing; ignore_index",
+      [](Draw& d) { return class_case(d, true, "cross_entropy"); },
+      [](const TensorList& in, const OpParams& p) {
+        return TensorList{F::cross_entropy(in[0], in[1], ce_options(p))};
+      },
+      cross_entropy_ref));
+  // The fused node cross_entropy runs for [N, C] logits, checked against the composite (its
+  // oracle).
+  t.push_back(row(
+      "cross_entropy_fused", 1, "logits: any; target: class indices",
+      "[N, C] and [N]; reduction; smoothing; ignore_index",
+      [](Draw& d) { return class_case(d, false, "cross_entropy_fused"); },
+      [](const TensorList& in, const OpParams& p) {
+        return TensorList{F::cross_entropy_fused(in[0], in[1], ce_options(p))};
+      },
+      [](const TensorList& in, const OpParams& p) {
+        return TensorList{
+            F::cross_entropy_reference(in[0].detach(), in[1], ce_options(p)).detach()};
+      }));
+  t.back().notes = "reference: the composite cross_entropy_reference";
+  t.push_back(row(
+      "cross_entropy_reference", 1, "logits: any; target: class indices",
+      "[N, C] and [N]; reduction; smoothing; ignore_index",
+      [](Draw& d) { return class_case(d, false, "cross_entropy_reference"); },
+      [](const TensorList& in, const OpParams& p) {
+        return TensorList{F::cross_entropy_reference(in[0], in[1], ce_options(p))};
+      },
+      cross_entropy_ref));
+  t.push_back(row(
+      "nll_loss", 1, "log-probabilities: any; target: class indices",
+      "[N, C] and [N]; reduction; ignore_index",
+      [](Draw& d) { return class_case(d, false, "nll_loss"); },
+      [](const TensorList& in, const OpParams& p) {
+        return TensorList{F::nll_loss(in[0], in[1],
+                                      F::NLLLossFuncOptions()
+                                          .reduction(reduction_of(p))
+                                          .ignore_index(p.integer("ignore_index")))};
+      },
+      [](const TensorList& in, const OpParams& p) {
+        return TensorList{nll_reference(in[0], in[1], p, 0.0, false)};
+      }));
+  t.push_back(pair_loss(
+      "mse_loss", Domain::any(), mse, [](double a, double b) { return (a - b) * (a - b); }, false));
+  t.push_back(pair_loss(
+      "l1_loss", Domain::any(), l1, [](double a, double b) { return std::abs(a - b); }, true));
+  t.push_back(pair_loss(
+      "binary_cross_entropy_with_logits", Domain::any(-4, 4), bce_logits,
+      [](double x, double y) {
+        return std::max(x, 0.0) - x * y + std::log1p(std::exp(-std::abs(x)));
+      },
+      false));
+}
+
+}  // namespace gradlab::testing::table
