@@ -532,3 +532,25 @@ TEST(GradcheckConfidence, TaylorHalvesFurtherUntilTheOrdersSettle) {
   EXPECT_NEAR(r.taylor.order, 2.0, 0.3) << r.text();
   EXPECT_GT(r.taylor.noise, 0.0);
 }
+
+// 1 + 10 ((x - ½)³ ± 2e-4 (x - ½)²) at x = ½: the remainder is tiny and, for one sign of v, its
+// cubic and quadratic terms cancel near h = 2e-4, so the orders do not settle before it reaches
+// the rounding floor F. Two remainders below F at h and h/2 bound the first-order error by 5F/h,
+// far below the tolerance: a pass, not an inconclusive fit.
+TEST(GradcheckConfidence, TaylorRemainderReachingTheFloorBoundsTheError) {
+  Tensor x = full({1}, 0.5, f64()).requires_grad_(true);
+  int via_floor = 0;
+  for (double c2 : {2e-4, -2e-4}) {
+    auto f = TensorFn([c2](const TensorList& in) {
+      Tensor d = in[0] - 0.5;
+      return TensorList{(d * d * d + d * d * c2) * 10.0 + 1.0};
+    });
+    GradcheckReport r = gradcheck(f, {x}, quiet("cubic"));
+    EXPECT_EQ(r.verdict, Verdict::Passed) << r.text();
+    EXPECT_FALSE(r.taylor.inconclusive) << r.text();
+    for (const auto& c : r.checks)
+      if (c.name == "taylor" && c.detail.find("reaches the rounding floor") != std::string::npos)
+        ++via_floor;
+  }
+  EXPECT_EQ(via_floor, 1);
+}

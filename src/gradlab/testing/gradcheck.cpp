@@ -656,6 +656,7 @@ class Checker {
     };
     std::vector<double> run;  // orders of consecutive remainders above the floor
     int64_t num_orders = 0, below = 0;
+    double floor_h = 0;  // the first of two consecutive remainders below the floor
     Fit fit = Fit::Open;
     double h = 1e-3;
     for (int k = 0; k < kTaylorMaxSteps; ++k, h /= 2) {
@@ -664,7 +665,8 @@ class Checker {
       t.h.push_back(h);
       t.remainder.push_back(r);
       if (!(r > noise)) {
-        if (++below == 2) break;  // at rounding level: halving further only adds noise
+        if (++below == 1) floor_h = h;
+        if (below == 2) break;  // at rounding level: halving further only adds noise
         continue;
       }
       if (below > 0) run.clear();  // a new run starts after a remainder below the floor
@@ -682,6 +684,17 @@ class Checker {
       t.order = std::numeric_limits<double>::quiet_NaN();
       t.passed = true;
       add_check("taylor", true, "remainder at rounding level: fn is linear along the direction");
+      return;
+    }
+    // Below the floor F at h_f and h_f/2: |δh_f + c h_f²/2| <= F and |δh_f/2 + c h_f²/8| <= F, so
+    // (4·second - first) |δ| <= 5F/h_f: the gradient along v is right to that bound.
+    if (fit == Fit::Open && below == 2 && 5 * noise / floor_h <= dv_tol) {
+      t.order = std::numeric_limits<double>::quiet_NaN();
+      t.passed = true;
+      add_check("taylor", true,
+                "the remainder reaches the rounding floor " + sci(noise) + " at h = " +
+                    sci(floor_h) + " and h/2: the gradient along v is right to " +
+                    sci(5 * noise / floor_h) + " <= tolerance " + sci(dv_tol));
       return;
     }
     if (fit == Fit::Open) {
@@ -1063,7 +1076,7 @@ std::string GradcheckReport::text() const {
     if (num_refined > 0) os << " (" << num_refined << " refined at eps/2)";
     if (taylor.ran)
       os << ", Taylor order "
-         << (std::isnan(taylor.order) ? std::string("exact") : fmt("%.2f", taylor.order));
+         << (std::isnan(taylor.order) ? std::string("n/a (at rounding level)") : fmt("%.2f", taylor.order));
     os << "\n";
   } else if (verdict == Verdict::Inconclusive) {
     // headline above
