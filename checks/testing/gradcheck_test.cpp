@@ -361,14 +361,15 @@ TEST(Gradcheck, BinaryCrossEntropyWithLogitsGradientAtZero) {
 
 }  // namespace
 
-// ---- confidence in the numeric reference ---------------------------------------------------------
+// ---- confidence in the numeric reference
+// ---------------------------------------------------------
 
 using gradlab::testing::Verdict;
 
-// The graph from slow.ComposedGraphSlow.GradientOfRandomGraphs, RC_PARAMS="seed=12324338776958529620"
-// (v2 = v0 * v0, gelu, exp, exp, sin; v1 unused): at x = 1.5 the inner exp is about 1e4 and the
-// gradient about 1e5, so sin oscillates faster than eps = 1e-6 resolves. The gradient is right:
-// gradcheck must not call it a failure.
+// The graph from slow.ComposedGraphSlow.GradientOfRandomGraphs,
+// RC_PARAMS="seed=12324338776958529620" (v2 = v0 * v0, gelu, exp, exp, sin; v1 unused): at x = 1.5
+// the inner exp is about 1e4 and the gradient about 1e5, so sin oscillates faster than eps = 1e-6
+// resolves. The gradient is right: gradcheck must not call it a failure.
 TensorFn seed_graph() {
   return [](const TensorList& in) { return TensorList{sin(exp(exp(gelu(in[0] * in[0]))))}; };
 }
@@ -456,8 +457,8 @@ void expect_failed_not_inconclusive(const Tensor& x, const GradcheckOptions& o) 
   EXPECT_TRUE(r.inconclusive_entries.empty()) << r.text();
   ASSERT_FALSE(r.failures.empty()) << r.text();
   const auto& w = r.failures.front();
-  EXPECT_TRUE(w.refined);                   // redone at eps/2 before it was called a failure
-  EXPECT_LT(w.numeric_spread, 1e-6);        // and the reference is stable there
+  EXPECT_TRUE(w.refined);             // redone at eps/2 before it was called a failure
+  EXPECT_LT(w.numeric_spread, 1e-6);  // and the reference is stable there
   EXPECT_NEAR(w.analytic / w.numeric, kPerMille / 1000.0, 1e-6);
   EXPECT_EQ(r.text().rfind("gradcheck failed for", 0), 0u) << r.text();
   EXPECT_THROW(gradcheck(scaled<kPerMille>(), {x}, GradcheckOptions()), GradcheckError);
@@ -523,9 +524,9 @@ TEST(GradcheckConfidence, TruncationErrorAtEpsIsResolvedByRichardson) {
 // the orders settle, and passes a right gradient.
 TEST(GradcheckConfidence, TaylorHalvesFurtherUntilTheOrdersSettle) {
   Tensor x = full({1}, 0.7, f64()).requires_grad_(true);
-  GradcheckReport r = gradcheck(
-      TensorFn([](const TensorList& in) { return TensorList{sin(in[0] * 3e4)}; }), {x},
-      quiet("sin(3e4 x)"));
+  GradcheckReport r =
+      gradcheck(TensorFn([](const TensorList& in) { return TensorList{sin(in[0] * 3e4)}; }), {x},
+                quiet("sin(3e4 x)"));
   EXPECT_EQ(r.verdict, Verdict::Passed) << r.text();
   EXPECT_FALSE(r.taylor.inconclusive) << r.text();
   EXPECT_GT(r.taylor.h.size(), 7u) << r.text();

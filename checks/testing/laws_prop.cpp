@@ -22,8 +22,8 @@ std::string composed_stats_problem(const ComposedStats& st, int cases) {
     return "too many inconclusive graphs (" + std::to_string(st.inconclusive) + " of " +
            std::to_string(st.checked) + "); the last one:\n" + st.last_inconclusive;
   if (st.ill_conditioned > cases / 2)
-    return "the conditioning bounds reject too many graphs (" +
-           std::to_string(st.ill_conditioned) + " for " + std::to_string(cases) + " cases)";
+    return "the conditioning bounds reject too many graphs (" + std::to_string(st.ill_conditioned) +
+           " for " + std::to_string(cases) + " cases)";
   return "";
 }
 
@@ -31,11 +31,11 @@ void check_composed_property(int cases) {
   composed_stats() = {};
   check_property([] { composed_property(table_ops()); }, cases);
   const ComposedStats st = composed_stats();
-  std::printf("[composed] %lld graphs gradchecked, %lld inconclusive (redrawn), %lld draws "
-              "rejected as ill-conditioned (|y| > %.0e or |dy/dx| > %.0e)\n",
-              static_cast<long long>(st.checked), static_cast<long long>(st.inconclusive),
-              static_cast<long long>(st.ill_conditioned), kComposedMaxOutput,
-              kComposedMaxGradient);
+  std::printf(
+      "[composed] %lld graphs gradchecked, %lld inconclusive (redrawn), %lld draws "
+      "rejected as ill-conditioned (|y| > %.0e or |dy/dx| > %.0e)\n",
+      static_cast<long long>(st.checked), static_cast<long long>(st.inconclusive),
+      static_cast<long long>(st.ill_conditioned), kComposedMaxOutput, kComposedMaxGradient);
   const std::string problem = composed_stats_problem(st, cases);
   EXPECT_TRUE(problem.empty()) << problem;
 }
@@ -51,8 +51,9 @@ TEST(ComposedGraph, TooManyInconclusiveOrRejectedGraphsFailTheProperty) {
   EXPECT_EQ(problem(100, 0, 0, 100), "");
   EXPECT_EQ(problem(1000, 20, 20, 1000), "");
   EXPECT_EQ(problem(100, 1, 0, 100), "");  // one is always allowed
-  EXPECT_NE(problem(100, 3, 0, 100).find("too many inconclusive graphs (3 of 100); the last "
-                                         "one:\ng"),
+  EXPECT_NE(problem(100, 3, 0, 100)
+                .find("too many inconclusive graphs (3 of 100); the last "
+                      "one:\ng"),
             std::string::npos);
   EXPECT_NE(problem(1000, 21, 0, 1000), "");
   EXPECT_NE(problem(100, 0, 51, 100).find("reject too many"), std::string::npos);

@@ -405,9 +405,9 @@ inline std::string graph_text(const std::vector<GraphStep>& steps) {
 /// What the composed-graph property saw since the last reset: drawn graphs it rejected as
 /// ill-conditioned, and graphs whose gradcheck was inconclusive (redrawn, not passed).
 struct ComposedStats {
-  int64_t checked = 0;          ///< gradchecked graphs (passed, failed or inconclusive)
-  int64_t ill_conditioned = 0;  ///< rejected before gradcheck: |y| or |dy/dx| too large
-  int64_t inconclusive = 0;     ///< gradcheck found no failure but could not judge some entry
+  int64_t checked = 0;            ///< gradchecked graphs (passed, failed or inconclusive)
+  int64_t ill_conditioned = 0;    ///< rejected before gradcheck: |y| or |dy/dx| too large
+  int64_t inconclusive = 0;       ///< gradcheck found no failure but could not judge some entry
   std::string last_inconclusive;  ///< the report of the last inconclusive graph
 };
 inline ComposedStats& composed_stats() {
@@ -465,8 +465,8 @@ inline void composed_property(const OpLookup& ops, const std::string& force = ""
       for (const Tensor& t : autograd::grad({y}, {x0, x1}, {ones_like(y)}, false, false, true))
         if (t.defined()) g = std::max(g, t.abs().max().item<double>());
     }
-    const bool calm = std::isfinite(m) && m < kComposedMaxOutput && std::isfinite(g) &&
-                      g <= kComposedMaxGradient;
+    const bool calm =
+        std::isfinite(m) && m < kComposedMaxOutput && std::isfinite(g) && g <= kComposedMaxGradient;
     if (!calm) ++composed_stats().ill_conditioned;
     RC_PRE(calm);
   }

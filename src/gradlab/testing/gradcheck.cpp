@@ -437,7 +437,8 @@ class Checker {
         const double tol = vjp_tol(rich);
         GradcheckFailure g;
         bool unstable = false;
-        if (refine(vjp_[c], vjp_num[c], vjp_num2, [tol](double) { return tol; }, g, unstable))
+        if (refine(
+                vjp_[c], vjp_num[c], vjp_num2, [tol](double) { return tol; }, g, unstable))
           continue;
         g.check = "vjp";
         if (unstable)
@@ -520,7 +521,9 @@ class Checker {
       for (size_t r = 0; r < col.size(); ++r) col2[r] = (4 * col2[r] - col[r]) / 3;
       const double tol = vjp_tol(col2);
       bool unstable = false;
-      if (refine(vjp_[c], n, n2, [tol](double) { return tol; }, f, unstable)) continue;
+      if (refine(
+              vjp_[c], n, n2, [tol](double) { return tol; }, f, unstable))
+        continue;
       f.check = "vjp";
       if (unstable)
         record_unstable(std::move(f), static_cast<int64_t>(c));
@@ -632,9 +635,10 @@ class Checker {
       report_.checks.push_back({"taylor", true, true, "inconclusive: " + why});
     };
     if (!(std::abs(dv1 - dv2) <= dv_tol)) {
-      inconclusive("the numeric estimate is unstable here: the directional differences along v "
-                   "at eps and eps/2 differ by " + sci(std::abs(dv1 - dv2)) + " > tolerance " +
-                   sci(dv_tol) + " (analytic " + num(gv) + ")");
+      inconclusive(
+          "the numeric estimate is unstable here: the directional differences along v "
+          "at eps and eps/2 differ by " +
+          sci(std::abs(dv1 - dv2)) + " > tolerance " + sci(dv_tol) + " (analytic " + num(gv) + ")");
       return;
     }
     // A wrong gradient leaves r(h) ≈ |dv - ∇L·v|·h; a right one r(h) ≈ |vᵀHv|·h²/2. Halve h
@@ -692,25 +696,25 @@ class Checker {
       t.order = std::numeric_limits<double>::quiet_NaN();
       t.passed = true;
       add_check("taylor", true,
-                "the remainder reaches the rounding floor " + sci(noise) + " at h = " +
-                    sci(floor_h) + " and h/2: the gradient along v is right to " +
+                "the remainder reaches the rounding floor " + sci(noise) +
+                    " at h = " + sci(floor_h) + " and h/2: the gradient along v is right to " +
                     sci(5 * noise / floor_h) + " <= tolerance " + sci(dv_tol));
       return;
     }
     if (fit == Fit::Open) {
       std::string os;
       for (size_t k = 0; k < run.size(); ++k) os += (k ? " " : "") + fmt("%.2f", run[k]);
-      inconclusive("the Taylor remainder does not settle at order 1 or 2 above the rounding floor " +
-                   sci(noise) + " as h halves from 1e-03 to " + sci(t.h.back()) +
-                   (os.empty() ? std::string() : " (last orders " + os + ")"));
+      inconclusive(
+          "the Taylor remainder does not settle at order 1 or 2 above the rounding floor " +
+          sci(noise) + " as h halves from 1e-03 to " + sci(t.h.back()) +
+          (os.empty() ? std::string() : " (last orders " + os + ")"));
       return;
     }
     t.passed = fit == Fit::Pass;
-    add_check(
-        "taylor", t.passed,
-        "Taylor remainder |L(x+hv) - L(x) - h*grad.v| shrinks at order " + fmt("%.2f", t.order) +
-            " as h halves from 1e-03 to " + sci(t.h.back()) +
-            " (expected 2; order 1 means the gradient is wrong along a random direction v)");
+    add_check("taylor", t.passed,
+              "Taylor remainder |L(x+hv) - L(x) - h*grad.v| shrinks at order " +
+                  fmt("%.2f", t.order) + " as h halves from 1e-03 to " + sci(t.h.back()) +
+                  " (expected 2; order 1 means the gradient is wrong along a random direction v)");
   }
 
   // ---- linearity, determinism, undefined grads ---------------------------------------------
@@ -1059,10 +1063,10 @@ std::string GradcheckReport::text() const {
   if (verdict == Verdict::Inconclusive) {
     const int64_t entries = static_cast<int64_t>(inconclusive_entries.size());
     os << "gradcheck inconclusive for " << name << ": "
-       << (entries > 0 ? "the numeric estimate is unstable here (" + std::to_string(entries) +
-                             " of " + std::to_string(comparisons) +
-                             " comparisons; no failure found)"
-                       : std::string("the Taylor fit is unusable here (no failure found)"))
+       << (entries > 0
+               ? "the numeric estimate is unstable here (" + std::to_string(entries) + " of " +
+                     std::to_string(comparisons) + " comparisons; no failure found)"
+               : std::string("the Taylor fit is unusable here (no failure found)"))
        << (ok ? "" : "; counted as a failure (fail_on_inconclusive)") << "\n  ";
     summary();
     os << ", max |diff| " << sci(max_abs_err) << " where conclusive\n";
@@ -1076,7 +1080,8 @@ std::string GradcheckReport::text() const {
     if (num_refined > 0) os << " (" << num_refined << " refined at eps/2)";
     if (taylor.ran)
       os << ", Taylor order "
-         << (std::isnan(taylor.order) ? std::string("n/a (at rounding level)") : fmt("%.2f", taylor.order));
+         << (std::isnan(taylor.order) ? std::string("n/a (at rounding level)")
+                                      : fmt("%.2f", taylor.order));
     os << "\n";
   } else if (verdict == Verdict::Inconclusive) {
     // headline above
@@ -1119,12 +1124,13 @@ std::string GradcheckReport::text() const {
   if (!inconclusive_entries.empty()) {
     const auto n = std::min<size_t>(inconclusive_entries.size(),
                                     static_cast<size_t>(std::max<int64_t>(options.top_k_, 1)));
-    os << "  inconclusive: the numeric estimate is unstable here at "
-       << inconclusive_entries.size() << " comparison"
-       << (inconclusive_entries.size() == 1 ? "" : "s") << " (not counted as failures)"
+    os << "  inconclusive: the numeric estimate is unstable here at " << inconclusive_entries.size()
+       << " comparison" << (inconclusive_entries.size() == 1 ? "" : "s")
+       << " (not counted as failures)"
        << (n < inconclusive_entries.size() ? "; worst " + std::to_string(n) : std::string())
        << ":\n";
-    for (size_t k = 0; k < n; ++k) os << "    " << inconclusive_line(inconclusive_entries[k]) << "\n";
+    for (size_t k = 0; k < n; ++k)
+      os << "    " << inconclusive_line(inconclusive_entries[k]) << "\n";
     os << "  hint: fn varies faster than eps=" << fmt("%.0e", options.eps_)
        << " resolves at this point; check it at a better conditioned point\n";
   }
@@ -1175,34 +1181,34 @@ std::string GradcheckReport::json() const {
   json_number(os, max_abs_err);
   auto entries = [&](const std::vector<GradcheckFailure>& t) {
     for (size_t k = 0; k < t.size(); ++k) {
-    const auto& f = t[k];
-    os << (k ? "," : "") << "{\"check\":";
-    json_string(os, f.check);
-    os << ",\"input\":" << f.input << ",\"element\":";
-    json_shape(os, f.element);
-    if (f.output >= 0) {
-      os << ",\"output\":" << f.output << ",\"output_element\":";
-      json_shape(os, f.output_element);
-    }
-    os << ",\"analytic\":";
-    json_number(os, f.analytic);
-    os << ",\"numeric\":";
-    json_number(os, f.numeric);
-    os << ",\"abs_err\":";
-    json_number(os, f.abs_err);
-    os << ",\"rel_err\":";
-    json_number(os, f.rel_err);
-    os << ",\"tolerance\":";
-    json_number(os, f.tolerance);
-    if (f.refined) {
-      os << ",\"numeric_eps\":";
-      json_number(os, f.numeric_eps);
-      os << ",\"numeric_half\":";
-      json_number(os, f.numeric_half);
-      os << ",\"numeric_spread\":";
-      json_number(os, f.numeric_spread);
-    }
-    os << "}";
+      const auto& f = t[k];
+      os << (k ? "," : "") << "{\"check\":";
+      json_string(os, f.check);
+      os << ",\"input\":" << f.input << ",\"element\":";
+      json_shape(os, f.element);
+      if (f.output >= 0) {
+        os << ",\"output\":" << f.output << ",\"output_element\":";
+        json_shape(os, f.output_element);
+      }
+      os << ",\"analytic\":";
+      json_number(os, f.analytic);
+      os << ",\"numeric\":";
+      json_number(os, f.numeric);
+      os << ",\"abs_err\":";
+      json_number(os, f.abs_err);
+      os << ",\"rel_err\":";
+      json_number(os, f.rel_err);
+      os << ",\"tolerance\":";
+      json_number(os, f.tolerance);
+      if (f.refined) {
+        os << ",\"numeric_eps\":";
+        json_number(os, f.numeric_eps);
+        os << ",\"numeric_half\":";
+        json_number(os, f.numeric_half);
+        os << ",\"numeric_spread\":";
+        json_number(os, f.numeric_spread);
+      }
+      os << "}";
     }
   };
   const auto keep = static_cast<size_t>(std::max<int64_t>(options.top_k_, 1));
@@ -1284,7 +1290,8 @@ GradcheckReport gradcheck(const TensorFn& fn, const TensorList& inputs,
     }
     TensorFn on_device = [fn, where](const TensorList& xs) {
       TensorList moved;
-      for (size_t i = 0; i < xs.size(); ++i) moved.push_back(xs[i].defined() ? xs[i].to(where[i]) : xs[i]);
+      for (size_t i = 0; i < xs.size(); ++i)
+        moved.push_back(xs[i].defined() ? xs[i].to(where[i]) : xs[i]);
       TensorList outs = fn(moved);
       for (Tensor& o : outs)
         if (o.defined()) o = o.cpu();

@@ -13,7 +13,8 @@
 //    outputs are small, else PyTorch's fast mode (uᵀJv for random u, v per input);
 //  - the vector-Jacobian product with a random upstream gradient u (not all ones);
 //  - Taylor remainder: |L(x + hv) - L(x) - h ∇L·v| must shrink at order 2 as h halves (order 1
-//    means the gradient is wrong). No tolerance involved; the fitted order is reported;
+//    means the gradient is wrong). The fitted order decides, not a tolerance (which enters only
+//    where the remainder reaches the rounding floor first: see TaylorResult); it is reported;
 //  - kinks: where left and right one-sided differences disagree, the element is reported as a
 //    non-differentiable point instead of a gradient failure;
 //  - backward is linear in the upstream gradient, repeated backward gives the same result
@@ -29,9 +30,10 @@
 //    failure. This happens where fn varies faster than eps resolves (sin(exp(exp(x²))) at 1.5).
 //  - Otherwise the analytic value is compared with the Richardson extrapolation
 //    R = (4·D(eps/2) - D(eps)) / 3 (error O(eps⁴)), and a failure there is a failure.
-// So a comparison that passes at eps costs nothing extra. The Taylor test is inconclusive when
-// the directional difference along its v is unstable in the same sense, or when its remainders
-// never settle at order 1 or 2 above the rounding floor (halving h further until they do).
+// So a comparison that passes at eps costs nothing extra (two evaluations per failing column
+// otherwise). The Taylor test is inconclusive when the directional difference along its v is
+// unstable in the same sense, or when its remainders never settle at order 1 or 2 above the
+// rounding floor (it halves h further, down to about 1e-12, until they do).
 // Inconclusive is not a failure: `bool(report)` / `ok` stay true and nothing is thrown, but
 // `verdict` is Verdict::Inconclusive, `num_inconclusive` counts the entries, text() says so in
 // its first line; fail_on_inconclusive(true) turns it into a failure (ok false, raises).
@@ -156,7 +158,7 @@ struct CheckResult {
                      ///< "grad_dtype", "taylor", "exception"
   bool passed = true;
   bool inconclusive = false;  ///< could not be judged (passed stays true); detail says why
-  std::string detail;  ///< one line, filled on failure (and for taylor always)
+  std::string detail;         ///< one line, filled on failure (and for taylor always)
 };
 
 /// The Taylor-remainder test along one random direction.
@@ -166,9 +168,12 @@ struct TaylorResult {
   /// The fit is unusable here: the directional difference along v is unstable (see above), or
   /// the remainders never settle at order 1 or 2 above `noise` (passed stays true).
   bool inconclusive = false;
-  /// Fitted order of |L(x+hv) - L(x) - h ∇L·v| in h (2 for a right gradient, 1 for a wrong one):
-  /// the median of the last three halvings once they agree within 0.6; NaN when the remainder is
-  /// at rounding level (the function is linear along v) or the fit is inconclusive.
+  /// Fitted order of |L(x+hv) - L(x) - h ∇L·v| in h: the median of the last three halvings once
+  /// they agree within 0.6, and either >= 1.7 (a right gradient) or within 0.3 of 1 with slope
+  /// r/h matching |D_v - ∇L·v| (a wrong one, D_v the Richardson difference along v). NaN when
+  /// the remainder is at rounding level: from the start (fn is linear along v), or before the
+  /// orders settle, at h and h/2, which bounds the first-order error by 5·noise/h (a pass when
+  /// that is within atol·Σ|u| + rtol·|D_v|, else inconclusive); NaN also when inconclusive.
   double order = 0;
   /// Rounding floor of the remainder: max(rel · |u|·|y|, 4 · remainder at h = 1e-8, 1e-9).
   double noise = 0;
