@@ -360,3 +360,198 @@ TEST(Gradcheck, BinaryCrossEntropyWithLogitsGradientAtZero) {
 }
 
 }  // namespace
+
+// ---- confidence in the numeric reference
+// ---------------------------------------------------------
+
+using gradlab::testing::Verdict;
+
+// The graph from slow.ComposedGraphSlow.GradientOfRandomGraphs,
+// RC_PARAMS="seed=12324338776958529620" (v2 = v0 * v0, gelu, exp, exp, sin; v1 unused): at x = 1.5
+// the inner exp is about 1e4 and the gradient about 1e5, so sin oscillates faster than eps = 1e-6
+// resolves. The gradient is right: gradcheck must not call it a failure.
+TensorFn seed_graph() {
+  return [](const TensorList& in) { return TensorList{sin(exp(exp(gelu(in[0] * in[0]))))}; };
+}
+
+TEST(GradcheckConfidence, UnresolvedFunctionIsInconclusiveNotAFailure) {
+  Tensor x0 = full({}, 1.5, f64()).requires_grad_(true);
+  Tensor x1 = zeros({}, f64()).requires_grad_(true);
+  GradcheckReport r = gradcheck(seed_graph(), {x0, x1}, quiet("random graph"));
+  EXPECT_TRUE(r.ok) << r.text();
+  EXPECT_TRUE(static_cast<bool>(r));
+  EXPECT_EQ(r.verdict, Verdict::Inconclusive) << r.text();
+  EXPECT_TRUE(r.inconclusive());
+  EXPECT_EQ(r.num_failures, 0) << r.text();
+  ASSERT_FALSE(r.inconclusive_entries.empty()) << r.text();
+  const auto& e = r.inconclusive_entries.front();
+  EXPECT_EQ(e.input, 0);
+  EXPECT_TRUE(e.refined);
+  EXPECT_GT(std::abs(e.analytic), 1e5);
+  EXPECT_GT(e.numeric_spread, e.tolerance);  // the reference moves by more than the tolerance
+  EXPECT_NEAR(e.numeric_spread, std::abs(e.numeric_eps - e.numeric_half), 1e-9);
+  // Richardson: the true derivative is about (4 D(eps/2) - D(eps)) / 3; the analytic one is it.
+  EXPECT_NEAR((4 * e.numeric_half - e.numeric_eps) / 3, e.analytic, 0.02 * std::abs(e.analytic));
+  // The Taylor fit is unusable for the same reason, and says so.
+  EXPECT_TRUE(r.taylor.inconclusive) << r.text();
+  EXPECT_TRUE(r.taylor.passed);
+  EXPECT_EQ(r.num_inconclusive, static_cast<int64_t>(r.inconclusive_entries.size()) + 1);
+  const std::string t = r.text();
+  EXPECT_EQ(t.rfind("gradcheck inconclusive for random graph: the numeric estimate is unstable "
+                    "here (",
+                    0),
+            0u)
+      << t;
+  EXPECT_NE(t.find("inconclusive: the numeric estimate is unstable here at"), std::string::npos)
+      << t;
+  EXPECT_NE(t.find("taylor: inconclusive: the numeric estimate is unstable here"),
+            std::string::npos)
+      << t;
+  const auto j = nlohmann::json::parse(r.json());
+  EXPECT_EQ(j["verdict"], "inconclusive");
+  EXPECT_EQ(j["num_inconclusive"], r.num_inconclusive);
+  EXPECT_FALSE(j["inconclusive"].empty());
+  EXPECT_TRUE(j["taylor"]["inconclusive"].get<bool>());
+  // Not raised by default; fail_on_inconclusive makes it a failure that raises.
+  EXPECT_NO_THROW(gradcheck(seed_graph(), {x0, x1}, GradcheckOptions().name("random graph")));
+  GradcheckReport strict =
+      gradcheck(seed_graph(), {x0, x1}, quiet("random graph").fail_on_inconclusive(true));
+  EXPECT_FALSE(strict.ok);
+  EXPECT_EQ(strict.verdict, Verdict::Inconclusive);
+  EXPECT_EQ(strict.first_failure(), "inconclusive");
+  EXPECT_THROW(
+      gradcheck(seed_graph(), {x0, x1}, GradcheckOptions().name("g").fail_on_inconclusive(true)),
+      GradcheckError);
+  // Where the same function is resolved (x = 0.5: inner exp about 3, gradient about 4), it passes.
+  Tensor calm = full({}, 0.5, f64()).requires_grad_(true);
+  GradcheckReport ok = gradcheck(seed_graph(), {calm, x1}, quiet("random graph"));
+  EXPECT_EQ(ok.verdict, Verdict::Passed) << ok.text();
+  EXPECT_EQ(ok.num_inconclusive, 0);
+}
+
+// y = sin(x) * exp(x / 2) (smooth, derivatives of order 1 on [0.5, 1.5]) with a backward that is
+// `kScale` times the true one (negative: a wrong sign).
+template <int kPerMille>
+struct Scaled : autograd::Function<Scaled<kPerMille>> {
+  static Tensor forward(autograd::AutogradContext* ctx, Tensor x) {
+    ctx->save_for_backward({x});
+    return sin(x) * exp(x * 0.5);
+  }
+  static TensorList backward(autograd::AutogradContext* ctx, TensorList g) {
+    Tensor x = ctx->get_saved_variables()[0];
+    Tensor d = (cos(x) + sin(x) * 0.5) * exp(x * 0.5);
+    return {g[0] * d * (kPerMille / 1000.0)};
+  }
+};
+template <int kPerMille>
+TensorFn scaled() {
+  return [](const TensorList& in) { return TensorList{Scaled<kPerMille>::apply(in[0])}; };
+}
+
+template <int kPerMille>
+void expect_failed_not_inconclusive(const Tensor& x, const GradcheckOptions& o) {
+  GradcheckReport r = gradcheck(scaled<kPerMille>(), {x}, o);
+  EXPECT_FALSE(r.ok) << r.text();
+  EXPECT_EQ(r.verdict, Verdict::Failed) << r.text();
+  EXPECT_EQ(r.num_inconclusive, 0) << r.text();
+  EXPECT_TRUE(r.inconclusive_entries.empty()) << r.text();
+  ASSERT_FALSE(r.failures.empty()) << r.text();
+  const auto& w = r.failures.front();
+  EXPECT_TRUE(w.refined);             // redone at eps/2 before it was called a failure
+  EXPECT_LT(w.numeric_spread, 1e-6);  // and the reference is stable there
+  EXPECT_NEAR(w.analytic / w.numeric, kPerMille / 1000.0, 1e-6);
+  EXPECT_EQ(r.text().rfind("gradcheck failed for", 0), 0u) << r.text();
+  EXPECT_THROW(gradcheck(scaled<kPerMille>(), {x}, GradcheckOptions()), GradcheckError);
+}
+
+TEST(GradcheckConfidence, WrongGradientOnAWellConditionedFunctionIsStillAFailure) {
+  Tensor x = leaf({3, 2}, 21, 0.5, 1.5);
+  expect_failed_not_inconclusive<1010>(x, quiet("scaled 1.01"));
+  expect_failed_not_inconclusive<-1000>(x, quiet("wrong sign"));
+  // Just wrong: 0.3% off, three times rtol.
+  expect_failed_not_inconclusive<1003>(x, quiet("scaled 1.003"));
+  // Fast mode goes through the same refinement.
+  expect_failed_not_inconclusive<1010>(leaf({40, 40}, 22, 0.5, 1.5),
+                                       quiet("scaled 1.01 fast").fast_mode(true));
+  // The control: the right backward passes with nothing refined or inconclusive.
+  GradcheckReport good = gradcheck(scaled<1000>(), {x}, quiet("scaled 1"));
+  EXPECT_EQ(good.verdict, Verdict::Passed) << good.text();
+  EXPECT_EQ(good.num_refined, 0);
+  // The Taylor test sees the wrong sign and the 1% factor at order 1 (no tolerance involved).
+  for (const auto& r : {gradcheck(scaled<-1000>(), {x}, quiet("sign")),
+                        gradcheck(scaled<1010>(), {x}, quiet("1.01"))}) {
+    EXPECT_FALSE(r.taylor.passed) << r.text();
+    EXPECT_FALSE(r.taylor.inconclusive) << r.text();
+    EXPECT_NEAR(r.taylor.order, 1.0, 0.3) << r.text();
+  }
+}
+
+// exp(k x) with eps = 1e-2, k = 8.3: D(eps) is off by (k eps)²/6 ≈ 1.15e-3 relative, above
+// rtol = 1e-3; D(eps) and D(eps/2) differ by 3/4 of that (stable), and the Richardson value is
+// right to (k eps)⁴/480 ≈ 4e-8: a right gradient that only the extrapolation confirms.
+// exp(8.3 x) with a backward 0.5% too large.
+struct ExpScaled : autograd::Function<ExpScaled> {
+  static Tensor forward(autograd::AutogradContext* ctx, Tensor x) {
+    Tensor y = exp(x * 8.3);
+    ctx->save_for_backward({y});
+    return y;
+  }
+  static TensorList backward(autograd::AutogradContext* ctx, TensorList g) {
+    return {g[0] * ctx->get_saved_variables()[0] * (8.3 * 1.005)};
+  }
+};
+
+TEST(GradcheckConfidence, TruncationErrorAtEpsIsResolvedByRichardson) {
+  Tensor x = full({1}, 0.3, f64()).requires_grad_(true);
+  auto f = TensorFn([](const TensorList& in) { return TensorList{exp(in[0] * 8.3)}; });
+  GradcheckOptions o = quiet("exp(8.3 x)").eps(1e-2).atol(1e-12);
+  GradcheckReport r = gradcheck(f, {x}, o);
+  EXPECT_EQ(r.verdict, Verdict::Passed) << r.text();
+  EXPECT_EQ(r.num_refined, 2);  // the Jacobian entry and uᵀJ
+  EXPECT_NE(r.text().find("(2 refined at eps/2)"), std::string::npos) << r.text();
+  EXPECT_LT(r.max_abs_err, 1e-6 * std::exp(0.3 * 8.3) * 8.3) << r.text();
+  // The same with a 0.5% wrong backward is a failure against the refined value.
+  GradcheckReport bad = gradcheck(
+      TensorFn([](const TensorList& in) { return TensorList{ExpScaled::apply(in[0])}; }), {x}, o);
+  EXPECT_EQ(bad.verdict, Verdict::Failed) << bad.text();
+  ASSERT_FALSE(bad.failures.empty());
+  EXPECT_TRUE(bad.failures.front().refined);
+  EXPECT_NEAR(bad.failures.front().analytic / bad.failures.front().numeric, 1.005, 1e-6);
+}
+
+// sin(3e4 x): resolved at eps = 1e-6 (phase 0.03), not at the Taylor test's first steps (h = 1e-3:
+// 30 radians, where |L(x+hv) - L(x)| << h |∇L·v| mimics order 1). The test halves h further until
+// the orders settle, and passes a right gradient.
+TEST(GradcheckConfidence, TaylorHalvesFurtherUntilTheOrdersSettle) {
+  Tensor x = full({1}, 0.7, f64()).requires_grad_(true);
+  GradcheckReport r =
+      gradcheck(TensorFn([](const TensorList& in) { return TensorList{sin(in[0] * 3e4)}; }), {x},
+                quiet("sin(3e4 x)"));
+  EXPECT_EQ(r.verdict, Verdict::Passed) << r.text();
+  EXPECT_FALSE(r.taylor.inconclusive) << r.text();
+  EXPECT_GT(r.taylor.h.size(), 7u) << r.text();
+  EXPECT_NEAR(r.taylor.order, 2.0, 0.3) << r.text();
+  EXPECT_GT(r.taylor.noise, 0.0);
+}
+
+// 1 + 10 ((x - ½)³ ± 2e-4 (x - ½)²) at x = ½: the remainder is tiny and, for one sign of v, its
+// cubic and quadratic terms cancel near h = 2e-4, so the orders do not settle before it reaches
+// the rounding floor F. Two remainders below F at h and h/2 bound the first-order error by 5F/h,
+// far below the tolerance: a pass, not an inconclusive fit.
+TEST(GradcheckConfidence, TaylorRemainderReachingTheFloorBoundsTheError) {
+  Tensor x = full({1}, 0.5, f64()).requires_grad_(true);
+  int via_floor = 0;
+  for (double c2 : {2e-4, -2e-4}) {
+    auto f = TensorFn([c2](const TensorList& in) {
+      Tensor d = in[0] - 0.5;
+      return TensorList{(d * d * d + d * d * c2) * 10.0 + 1.0};
+    });
+    GradcheckReport r = gradcheck(f, {x}, quiet("cubic"));
+    EXPECT_EQ(r.verdict, Verdict::Passed) << r.text();
+    EXPECT_FALSE(r.taylor.inconclusive) << r.text();
+    for (const auto& c : r.checks)
+      if (c.name == "taylor" && c.detail.find("reaches the rounding floor") != std::string::npos)
+        ++via_floor;
+  }
+  EXPECT_EQ(via_floor, 1);
+}
