@@ -7,6 +7,7 @@
 
 #include "gradlab/backend/cpu/cpu.hpp"
 #include "gradlab/backend/cpu/loops.hpp"
+#include "gradlab/backend/math/nn.hpp"
 
 namespace gradlab::cpu {
 
@@ -60,7 +61,7 @@ Tensor threshold_backward(const Tensor& grad_in, const Tensor& y_in, double thre
     const int64_t n = g.numel();
     for (int64_t i = 0; i < n; ++i) {
       const T gv = pg[i], yv = py[i];  // both loaded unconditionally: the select vectorizes
-      d[i] = yv > th ? gv : T(0);
+      d[i] = math::threshold_grad(gv, yv, th);
     }
   });
   return dx;
@@ -103,22 +104,9 @@ CrossEntropyForward cross_entropy_forward(const Tensor& logits_in, const Tensor&
     T* loss = ptr<T>(r.loss);
     T* lse = ptr<T>(r.lse);
     for (int64_t i = 0; i < N; ++i, px += C) {
-      // lse = m + log Σ exp(x - m), m = max (an all -inf row keeps m = 0, as logsumexp does)
-      T m = -std::numeric_limits<T>::infinity();
-      for (int64_t c = 0; c < C; ++c) m = px[c] > m ? px[c] : m;
-      if (!std::isfinite(m)) m = T(0);
-      T s = 0, total = 0;
-      for (int64_t c = 0; c < C; ++c) s += std::exp(px[c] - m), total += px[c];
-      lse[i] = m + std::log(s);
-      if (tp[i] == ignore_index) {
-        loss[i] = T(0);
-        continue;
-      }
-      // -(1 - ε) logp[t] - ε mean_c logp[c],  logp = x - lse
-      const T nll = lse[i] - px[tp[i]];
-      loss[i] = smoothing > 0
-                    ? static_cast<T>((1.0 - smoothing) * nll + smoothing * (lse[i] - total / C))
-                    : nll;
+      const math::CrossEntropyRow<T> row = math::cross_entropy_row(px, 1, C, tp[i], tp[i] == ignore_index, smoothing);
+      lse[i] = row.lse;
+      loss[i] = row.loss;
     }
   });
   return r;
@@ -148,8 +136,7 @@ Tensor cross_entropy_backward(const Tensor& logits_in, const Tensor& lse_in,
       }
       const T s = per_row ? ps[i] : ps[0];
       // dloss/dx = softmax(x) - ((1 - ε) onehot(t) + ε / C)
-      for (int64_t c = 0; c < C; ++c) d[c] = (std::exp(px[c] - pl[i]) - uniform) * s;
-      d[tp[i]] -= hit * s;
+      for (int64_t c = 0; c < C; ++c) d[c] = math::cross_entropy_grad(px[c], pl[i], c == tp[i], uniform, hit, s);
     }
   });
   return dx;

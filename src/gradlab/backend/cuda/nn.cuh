@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "gradlab/backend/cuda/exec.hpp"
+#include "gradlab/backend/math/nn.hpp"
 #include "gradlab/backend/cuda/gpu.hpp"
 #include "gradlab/backend/cuda/runtime.hpp"
 
@@ -142,7 +143,7 @@ void threshold_backward_t(const Tensor& grad, const Tensor& y, const Tensor& dx,
   T* pd = dptr<T>(dx);
   X::for_each(
       dx.numel(),
-      [=] GRADLAB_HD(int64_t i) { pd[i] = convert<T, S>(py[iy(i)]) > th ? pg[ig(i)] : T(0); },
+      [=] GRADLAB_HD(int64_t i) { pd[i] = math::threshold_grad(pg[ig(i)], convert<T, S>(py[iy(i)]), th); },
       "threshold_backward");
 }
 
@@ -174,9 +175,7 @@ void check_targets_t(const Tensor& target, const Tensor& status, int64_t C, int6
       "cross_entropy");
 }
 
-// One thread per row i: lse_i = m + log Σ_c exp(x[i, c] - m), m = the row max (0 when not
-// finite, as logsumexp does); loss_i = (1 - ε)(lse_i - x[i, t_i]) + ε (lse_i - mean_c x[i, c]).
-// The expressions (and their float/double mix) are the CPU's, term by term.
+// One thread per row i: math::cross_entropy_row, the CPU kernel's formula.
 template <class X, class T>
 void cross_entropy_forward_t(const Tensor& x, const Tensor& target, const Tensor& loss,
                              const Tensor& lse, int64_t ignore_index, double smoothing) {
@@ -188,33 +187,19 @@ void cross_entropy_forward_t(const Tensor& x, const Tensor& target, const Tensor
   X::for_each(
       x.size(0),
       [=] GRADLAB_HD(int64_t i) {
-        const T* row = px + i * xs0;
-        T m = -std::numeric_limits<T>::infinity();
-        for (int64_t c = 0; c < C; ++c) m = row[c * xs1] > m ? row[c * xs1] : m;
-        if (!math::isfinite(m)) m = T(0);
-        T s = 0, total = 0;
-        for (int64_t c = 0; c < C; ++c) s += math::exp(row[c * xs1] - m), total += row[c * xs1];
-        const T l = m + math::log(s);
-        pe[i] = l;
         const int64_t t = pt[i * ts];
-        if (t == ignore_index) {
-          pl[i] = T(0);
-          return;
-        }
-        if (t < 0 ||
-            t >= C) {  // rejected on the host before this kernel runs; never read out of bounds
-          pl[i] = std::numeric_limits<T>::quiet_NaN();
-          return;
-        }
-        const T nll = l - row[t * xs1];
-        pl[i] = smoothing > 0
-                    ? static_cast<T>((1.0 - smoothing) * nll + smoothing * (l - total / C))
-                    : nll;
+        const bool ignored = t == ignore_index;
+        // rejected on the host before this kernel runs; never read out of bounds
+        const bool bad = !ignored && (t < 0 || t >= C);
+        const math::CrossEntropyRow<T> r =
+            math::cross_entropy_row(px + i * xs0, xs1, C, bad ? 0 : t, ignored || bad, smoothing);
+        pe[i] = r.lse;
+        pl[i] = bad ? std::numeric_limits<T>::quiet_NaN() : r.loss;
       },
       "cross_entropy");
 }
 
-// dx[i, c] = (exp(x[i, c] - lse_i) - ε/C) s_i - [c == t_i] (1 - ε) s_i, 0 rows where ignored.
+// dx[i, c] = math::cross_entropy_grad (s = s_i), 0 rows where ignored.
 // S = the scale's storage type; it is converted to T as cpu::cast would.
 template <class X, class T, class S>
 void cross_entropy_backward_t(const Tensor& x, const Tensor& lse, const Tensor& target,
@@ -241,9 +226,7 @@ void cross_entropy_backward_t(const Tensor& x, const Tensor& lse, const Tensor& 
           return;
         }
         const T s = convert<T, S>(ps[i * ss]);
-        T v = (math::exp(px[i * xs0 + c * xs1] - pl[i * ls]) - uniform) * s;
-        if (c == t) v -= hit * s;
-        pd[idx] = v;
+        pd[idx] = math::cross_entropy_grad(px[i * xs0 + c * xs1], pl[i * ls], c == t, uniform, hit, s);
       },
       "cross_entropy");
 }
