@@ -12,18 +12,7 @@ namespace gradlab::autograd {
 namespace {
 std::atomic<uint64_t> g_sequence{0};
 std::atomic<unsigned> g_hook_id{0};
-std::atomic<bool> g_anomaly{false};
-thread_local bool t_grad_enabled = true;
 }  // namespace
-
-}  // namespace gradlab::autograd
-
-namespace gradlab {
-bool GradMode::is_enabled() { return autograd::t_grad_enabled; }
-void GradMode::set_enabled(bool enabled) { autograd::t_grad_enabled = enabled; }
-}  // namespace gradlab
-
-namespace gradlab::autograd {
 
 unsigned next_hook_id() { return ++g_hook_id; }
 
@@ -172,9 +161,6 @@ void connect(const std::shared_ptr<Node>& node, const std::vector<const Tensor*>
 }
 
 // ---- anomaly mode -------------------------------------------------------------------------
-
-bool is_anomaly_enabled() { return g_anomaly.load(std::memory_order_relaxed); }
-void set_detect_anomaly(bool enabled) { g_anomaly.store(enabled, std::memory_order_relaxed); }
 
 void check_forward_anomaly(const char* op, const Site& site, const std::vector<const Tensor*>& inputs,
                            const std::vector<Tensor*>& outputs) {
