@@ -216,6 +216,27 @@ TEST(Engine, AutogradGradReturnsWithoutTouchingDotGrad) {
   EXPECT_THAT(vals(autograd::grad({x * x}, {x}, {f64({1.0, -1.0})})[0]), ElementsAre(2, -4));
 }
 
+TEST(Engine, AutogradGradRunsOnlyThePathsToItsInputs) {
+  // d = exp(a) + 3a + a with a = x²: the captures sit at several depths of one diamond.
+  Tensor x = f64({0.5, 1.0}, true), w = f64({2.0}, true);
+  Tensor a = x * x;
+  Tensor d = (a.exp() + a * 3 + a).sum();
+  int side_hook_calls = 0;
+  Tensor side = w * w;  // requires grad, but no path from it to a or x
+  side.register_hook([&](const Tensor&) { ++side_hook_calls; });
+  Tensor root = d + side.sum();
+  TensorList g = autograd::grad({root}, {a, x}, {}, true);
+  const std::vector<double> av = vals(a);
+  EXPECT_THAT(vals(g[0]), checks::Near({std::exp(av[0]) + 4, std::exp(av[1]) + 4}));
+  EXPECT_THAT(vals(g[1]), checks::Near({(std::exp(av[0]) + 4) * 2 * 0.5, (std::exp(av[1]) + 4) * 2 * 1.0}));
+  EXPECT_EQ(side_hook_calls, 0);  // the side branch never ran
+  EXPECT_FALSE(x.grad().defined());
+  EXPECT_FALSE(w.grad().defined());
+  root.backward();  // backward() runs everything
+  EXPECT_EQ(side_hook_calls, 1);
+  EXPECT_THAT(vals(w.grad()), ElementsAre(4));
+}
+
 TEST(Engine, ZeroGrad) {
   Tensor x = f64({1.0, 2.0}, true);
   (x * 2).sum().backward();

@@ -92,6 +92,12 @@ struct ScaledSumTimes : autograd::Function<ScaledSumTimes> {
   }
 };
 
+// Returns its gradient with the batch dim of the broadcast it came from: the engine sums it back.
+struct BroadcastShapedGrad : autograd::Function<BroadcastShapedGrad> {
+  static Tensor forward(AutogradContext*, Tensor x) { return x * 2; }
+  static TensorList backward(AutogradContext*, TensorList g) { return {ones({4, 1, 3}, kFloat64) * g[0] * 2}; }
+};
+
 struct Identity : autograd::Function<Identity> {
   static Tensor forward(AutogradContext*, Tensor x) { return x; }
   static TensorList backward(AutogradContext*, TensorList g) { return {g[0]}; }
@@ -169,6 +175,14 @@ TEST(CustomFunction, AVectorArgumentIsOneInputPerElement) {
   EXPECT_TRUE(checks::grads_match_finite_diff(
       [](const TensorList& v) { return ScaledSumTimes::apply(TensorList{v[0], v[1]}, 1.5, v[2]); },
       {f64({0.3, -0.7}, true), f64({1.1, 0.2}, true), f64({-0.4, 0.9}, true)}));
+}
+
+TEST(CustomFunction, AGradientWithTheBroadcastShapeIsSummedToTheInput) {
+  // As PyTorch's validate_outputs: a gradient whose shape the input broadcasts to is sum_to'd.
+  Tensor x = f64({{1.0, 2.0, 3.0}}, true);  // [1, 3]
+  BroadcastShapedGrad::apply(x).sum().backward();
+  EXPECT_EQ(x.grad().sizes(), (Shape{1, 3}));
+  EXPECT_THAT(vals(x.grad()), ElementsAre(8, 8, 8));  // 4 rows of 2
 }
 
 TEST(CustomFunction, OutputThatIsTheInputGetsItsOwnHandle) {
