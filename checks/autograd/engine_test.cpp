@@ -301,6 +301,29 @@ TEST(EngineErrors, SecondBackwardThroughAFreedGraphSaysRetainGraph) {
   EXPECT_THROW_MSG(autograd::grad({z}, {x}), AutogradError, "second time", "ExpBackward0");
 }
 
+TEST(EngineErrors, AnErrorFromBackwardNamesTheCallersLine) {
+  const std::string here = "checks/autograd/engine_test.cpp:";
+  Tensor x = f64({1.0, 2.0}, true);
+  int line = __LINE__ + 1;
+  EXPECT_THROW_MSG((x * 2).backward(), AutogradError, "backward called at " + here + std::to_string(line));
+  Tensor y = (x * x).sum();
+  y.backward();
+  line = __LINE__ + 1;
+  EXPECT_THROW_MSG(y.backward(), AutogradError, "second time", "backward called at " + here + std::to_string(line));
+  line = __LINE__ + 1;
+  EXPECT_THROW_MSG(autograd::backward({x * 2}, {f64({1.0})}), ShapeError,
+                   "backward: gradient 0 has the wrong shape", "backward called at " + here + std::to_string(line));
+  line = __LINE__ + 1;
+  EXPECT_THROW_MSG(autograd::grad({x.sum()}, {f64({1.0})}), AutogradError,
+                   "autograd::grad called at " + here + std::to_string(line));
+  // an error in a user's hook keeps its kind and gains the backward call
+  Tensor e = x.exp();
+  e.register_hook([](const Tensor& g) { return g.reshape({5}); });
+  Tensor z = e.sum();
+  line = __LINE__ + 1;
+  EXPECT_THROW_MSG(z.backward(), ShapeError, "reshape", "backward called at " + here + std::to_string(line));
+}
+
 TEST(EngineErrors, RequiresGradOnlyForFloatLeaves) {
   EXPECT_THROW_MSG(zeros({2}, kInt64).requires_grad_(), AutogradError,
                    "requires_grad_: only floating point tensors can require gradients",

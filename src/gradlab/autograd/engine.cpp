@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 #include <queue>
+#include <typeinfo>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -51,6 +52,30 @@ struct Captures {
   bool active() const { return !result.empty(); }
   bool wants(Node* n) const { return !active() || needed.count(n) || at.count(n); }
 };
+
+// The error in flight again, with the user's backward()/grad() call appended, as other gradlab
+// diagnostics name the user's line: "...; backward called at train.cpp:42 (in main)".
+// NOTE: only the kinds a backward pass raises are renamed, and only exactly those: a subclass
+// (GradcheckError) or another kind passes unchanged rather than be sliced to a base.
+template <class E>
+[[noreturn]] void rethrow_as(const E& e, const std::string& at) {
+  if (typeid(e) != typeid(E)) throw;
+  throw E(e.what() + at);
+}
+[[noreturn]] void rethrow_naming_call(const char* api, const Site& site) {
+  const std::string at = std::string("; ") + api + " called at " + site.str();
+  try {
+    throw;
+  } catch (const AnomalyError& e) {
+    rethrow_as(e, at);
+  } catch (const AutogradError& e) {
+    rethrow_as(e, at);
+  } catch (const ShapeError& e) {
+    rethrow_as(e, at);
+  } catch (const ValueError& e) {
+    rethrow_as(e, at);
+  }
+}
 
 std::string node_label(const Node& n) { return n.name() + " (forward called at " + n.site.str() + ")"; }
 
@@ -285,33 +310,39 @@ TensorList run_backward(const TensorList& roots, const TensorList& root_grads, b
 
 void backward(const TensorList& tensors, const TensorList& grad_tensors,
               std::optional<bool> retain_graph, bool create_graph, Site site) {
-  run_backward(tensors, grad_tensors, retain_graph.value_or(create_graph), create_graph, {}, "backward");
-  (void)site;
+  try {
+    run_backward(tensors, grad_tensors, retain_graph.value_or(create_graph), create_graph, {}, "backward");
+  } catch (const Error&) {
+    rethrow_naming_call("backward", site);
+  }
 }
 
 TensorList grad(const TensorList& outputs, const TensorList& inputs, const TensorList& grad_outputs,
                 std::optional<bool> retain_graph, bool create_graph, bool allow_unused, Site site) {
-  std::vector<Edge> edges;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const Tensor& t = inputs[i];
-    GRADLAB_CHECK(t.defined() && t.requires_grad(), AutogradError, "autograd::grad",
-                  "input " + std::to_string(i) + " does not require grad",
-                  "inputs with requires_grad=true", "a tensor with requires_grad=false",
-                  "call requires_grad_() on it before the forward pass");
-    edges.push_back(gradient_edge(t));
-  }
-  TensorList r = run_backward(outputs, grad_outputs, retain_graph.value_or(create_graph), create_graph,
-                              edges, "autograd::grad");
-  for (size_t i = 0; i < r.size(); ++i) {
-    if (!r[i].defined() && !allow_unused) {
-      throw AutogradError(error_message(
-          "autograd::grad", "input " + std::to_string(i) + " was not used to compute the outputs",
-          "every input on a path to the outputs", "input " + std::to_string(i) + " unused",
-          "pass allow_unused=true to get an undefined gradient for it"));
+  try {
+    std::vector<Edge> edges;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const Tensor& t = inputs[i];
+      GRADLAB_CHECK(t.defined() && t.requires_grad(), AutogradError, "autograd::grad",
+                    "input " + std::to_string(i) + " does not require grad",
+                    "inputs with requires_grad=true", "a tensor with requires_grad=false",
+                    "call requires_grad_() on it before the forward pass");
+      edges.push_back(gradient_edge(t));
     }
+    TensorList r = run_backward(outputs, grad_outputs, retain_graph.value_or(create_graph), create_graph,
+                                edges, "autograd::grad");
+    for (size_t i = 0; i < r.size(); ++i) {
+      if (!r[i].defined() && !allow_unused) {
+        throw AutogradError(error_message(
+            "autograd::grad", "input " + std::to_string(i) + " was not used to compute the outputs",
+            "every input on a path to the outputs", "input " + std::to_string(i) + " unused",
+            "pass allow_unused=true to get an undefined gradient for it"));
+      }
+    }
+    return r;
+  } catch (const Error&) {
+    rethrow_naming_call("autograd::grad", site);
   }
-  (void)site;
-  return r;
 }
 
 }  // namespace gradlab::autograd
