@@ -77,7 +77,7 @@ class Tensor {
   /// "[2, 3] float32" for messages.
   std::string describe() const;
 
-  // ---- autograd -------------------------------------------------------------------------
+  // ---- autograd (defined in autograd/tensor_autograd.cpp) --------------------------------
   bool requires_grad() const;
   /// Marks a leaf as requiring grad (error on a non-leaf turning it off, as in PyTorch).
   Tensor& requires_grad_(bool r = true);
