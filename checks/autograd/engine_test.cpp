@@ -90,6 +90,16 @@ TEST(Engine, SeveralRootsWhereOneFeedsTheOther) {
   EXPECT_THAT(vals(x.grad()), ElementsAre(8, 16));  // (1 + 3) * 2x
 }
 
+TEST(Engine, AutogradGradWithSeveralRootsWhereOneFeedsTheOther) {
+  // d(y + z)/dx with y = 2x, z = y²: 2 + 2y * 2. The path through z is needed although z is
+  // the later root and y, its input, a root too.
+  Tensor x = f64({1.5}, true);
+  Tensor y = x * 2;
+  Tensor z = y * y;
+  EXPECT_THAT(vals(autograd::grad({y, z}, {x}, {}, /*retain_graph=*/true)[0]), ElementsAre(14));
+  EXPECT_THAT(vals(autograd::grad({z, y}, {x})[0]), ElementsAre(14));
+}
+
 TEST(Engine, LeavesAndRetainGrad) {
   Tensor x = f64({1.0, 2.0}, true), c = f64({5.0, 5.0});
   Tensor h = x * c;

@@ -123,18 +123,22 @@ Graph collect_dependencies(const std::vector<Start>& starts) {
   auto visit = [&](const std::shared_ptr<Node>& n) {
     if (seen.insert(n.get()).second) stack.emplace_back(n, 0);
   };
-  for (const auto& [e, grad] : starts) visit(e.fn);
-  while (!stack.empty()) {
-    auto& [n, next] = stack.back();
-    if (next == n->next_edges().size()) {
-      g.post_order.push_back(std::move(n));
-      stack.pop_back();
-      continue;
+  // NOTE: one root at a time: with every root pushed first, a root that feeds another (still
+  // on the stack, unvisited) would be skipped as seen and land after it in the post order.
+  for (const auto& [root, grad] : starts) {
+    visit(root.fn);
+    while (!stack.empty()) {
+      auto& [n, next] = stack.back();
+      if (next == n->next_edges().size()) {
+        g.post_order.push_back(std::move(n));
+        stack.pop_back();
+        continue;
+      }
+      const Edge& e = n->next_edges()[next++];
+      if (!e.valid()) continue;
+      g.deps[e.fn.get()]++;
+      visit(e.fn);  // NOTE: may reallocate `stack`: `n` and `next` are not used after it
     }
-    const Edge& e = n->next_edges()[next++];
-    if (!e.valid()) continue;
-    g.deps[e.fn.get()]++;
-    visit(e.fn);  // NOTE: may reallocate `stack`: `n` and `next` are not used after it
   }
   return g;
 }
