@@ -90,6 +90,16 @@ TEST(Engine, SeveralRootsWhereOneFeedsTheOther) {
   EXPECT_THAT(vals(x.grad()), ElementsAre(8, 16));  // (1 + 3) * 2x
 }
 
+TEST(Engine, AutogradGradWithSeveralRootsWhereOneFeedsTheOther) {
+  // d(y + z)/dx with y = 2x, z = y²: 2 + 2y * 2. The path through z is needed although z is
+  // the later root and y, its input, a root too.
+  Tensor x = f64({1.5}, true);
+  Tensor y = x * 2;
+  Tensor z = y * y;
+  EXPECT_THAT(vals(autograd::grad({y, z}, {x}, {}, /*retain_graph=*/true)[0]), ElementsAre(14));
+  EXPECT_THAT(vals(autograd::grad({z, y}, {x})[0]), ElementsAre(14));
+}
+
 TEST(Engine, LeavesAndRetainGrad) {
   Tensor x = f64({1.0, 2.0}, true), c = f64({5.0, 5.0});
   Tensor h = x * c;
@@ -216,6 +226,27 @@ TEST(Engine, AutogradGradReturnsWithoutTouchingDotGrad) {
   EXPECT_THAT(vals(autograd::grad({x * x}, {x}, {f64({1.0, -1.0})})[0]), ElementsAre(2, -4));
 }
 
+TEST(Engine, AutogradGradRunsOnlyThePathsToItsInputs) {
+  // d = exp(a) + 3a + a with a = x²: the captures sit at several depths of one diamond.
+  Tensor x = f64({0.5, 1.0}, true), w = f64({2.0}, true);
+  Tensor a = x * x;
+  Tensor d = (a.exp() + a * 3 + a).sum();
+  int side_hook_calls = 0;
+  Tensor side = w * w;  // requires grad, but no path from it to a or x
+  side.register_hook([&](const Tensor&) { ++side_hook_calls; });
+  Tensor root = d + side.sum();
+  TensorList g = autograd::grad({root}, {a, x}, {}, true);
+  const std::vector<double> av = vals(a);
+  EXPECT_THAT(vals(g[0]), checks::Near({std::exp(av[0]) + 4, std::exp(av[1]) + 4}));
+  EXPECT_THAT(vals(g[1]), checks::Near({(std::exp(av[0]) + 4) * 2 * 0.5, (std::exp(av[1]) + 4) * 2 * 1.0}));
+  EXPECT_EQ(side_hook_calls, 0);  // the side branch never ran
+  EXPECT_FALSE(x.grad().defined());
+  EXPECT_FALSE(w.grad().defined());
+  root.backward();  // backward() runs everything
+  EXPECT_EQ(side_hook_calls, 1);
+  EXPECT_THAT(vals(w.grad()), ElementsAre(4));
+}
+
 TEST(Engine, ZeroGrad) {
   Tensor x = f64({1.0, 2.0}, true);
   (x * 2).sum().backward();
@@ -278,6 +309,29 @@ TEST(EngineErrors, SecondBackwardThroughAFreedGraphSaysRetainGraph) {
   Tensor z = x.exp().sum();
   autograd::grad({z}, {x});
   EXPECT_THROW_MSG(autograd::grad({z}, {x}), AutogradError, "second time", "ExpBackward0");
+}
+
+TEST(EngineErrors, AnErrorFromBackwardNamesTheCallersLine) {
+  const std::string here = "checks/autograd/engine_test.cpp:";
+  Tensor x = f64({1.0, 2.0}, true);
+  int line = __LINE__ + 1;
+  EXPECT_THROW_MSG((x * 2).backward(), AutogradError, "backward called at " + here + std::to_string(line));
+  Tensor y = (x * x).sum();
+  y.backward();
+  line = __LINE__ + 1;
+  EXPECT_THROW_MSG(y.backward(), AutogradError, "second time", "backward called at " + here + std::to_string(line));
+  line = __LINE__ + 1;
+  EXPECT_THROW_MSG(autograd::backward({x * 2}, {f64({1.0})}), ShapeError,
+                   "backward: gradient 0 has the wrong shape", "backward called at " + here + std::to_string(line));
+  line = __LINE__ + 1;
+  EXPECT_THROW_MSG(autograd::grad({x.sum()}, {f64({1.0})}), AutogradError,
+                   "autograd::grad called at " + here + std::to_string(line));
+  // an error in a user's hook keeps its kind and gains the backward call
+  Tensor e = x.exp();
+  e.register_hook([](const Tensor& g) { return g.reshape({5}); });
+  Tensor z = e.sum();
+  line = __LINE__ + 1;
+  EXPECT_THROW_MSG(z.backward(), ShapeError, "reshape", "backward called at " + here + std::to_string(line));
 }
 
 TEST(EngineErrors, RequiresGradOnlyForFloatLeaves) {

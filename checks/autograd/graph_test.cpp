@@ -48,6 +48,16 @@ TEST(Anomaly, ForwardNamesTheOpAndTheCallSite) {
                    "graph_test.cpp:" + std::to_string(line), "nan 1", "from finite inputs");
 }
 
+TEST(Anomaly, ForwardNamesTheOpWithoutAnyBackwardNSuffix) {
+  // Pow(Tensor, Tensor) is PowBackward1 and sum over dims is SumBackward1: both print as the op.
+  Tensor x = f64({0.0, 2.0}, true);
+  Tensor big = tensor({3e38f, 3e38f}, requires_grad());
+  autograd::DetectAnomalyGuard guard;
+  EXPECT_THROW_MSG(pow(x, f64({-1.0, 1.0})), autograd::AnomalyError, "anomaly detected in forward: Pow (called at");
+  EXPECT_THROW_MSG(sum(big, {0}), autograd::AnomalyError, "anomaly detected in forward: Sum (called at",
+                   "+inf 1");
+}
+
 TEST(Anomaly, BackwardNamesTheNodeThatMadeTheNonFiniteGradient) {
   Tensor x = f64({0.0, 4.0}, true);
   Tensor y = sqrt(x).sum();  // d√x/dx = 1 / (2√x) is inf at 0

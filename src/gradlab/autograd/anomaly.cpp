@@ -5,11 +5,6 @@
 
 namespace gradlab::autograd {
 
-bool& detail::running_backward() {
-  thread_local bool running = false;
-  return running;
-}
-
 TensorStats tensor_stats(const Tensor& t) {
   TensorStats s;
   s.numel = t.numel();

@@ -2,25 +2,15 @@
 // Anomaly mode: find where a NaN or Inf is born. When on, every op checks its outputs in forward
 // and every node checks the gradients it produces in backward; the first one that turns finite
 // inputs into non-finite results throws, naming the op, where the user called it, and its inputs'
-// statistics. When off it costs one relaxed atomic load per op.
+// statistics. When off it costs one relaxed atomic load per op (the flag: flags.hpp).
 
 #include <string>
 #include <vector>
 
+#include "gradlab/autograd/flags.hpp"
 #include "gradlab/core/tensor.hpp"
 
 namespace gradlab::autograd {
-
-/// Is anomaly detection on (for any thread)?
-bool is_anomaly_enabled();
-/// Turns anomaly detection on or off (torch.autograd.set_detect_anomaly).
-void set_detect_anomaly(bool enabled);
-
-namespace detail {
-/// True while this thread runs a node's backward: the ops inside it are not checked as forward
-/// ops, so the backward check can name the node and the user's forward call instead.
-bool& running_backward();
-}  // namespace detail
 
 /// Anomaly detection for a scope (torch::autograd::DetectAnomalyGuard).
 class DetectAnomalyGuard {

@@ -53,7 +53,7 @@ TensorList AutogradContext::get_saved_variables() const {
 }
 
 bool AutogradContext::needs_input_grad(size_t i) const {
-  // Index over forward arguments: map to the i-th tensor argument's edge.
+  // i indexes tensor inputs, which are exactly the node's edges (non-tensor arguments have none).
   return node_ && node_->needs_input_grad(i);
 }
 

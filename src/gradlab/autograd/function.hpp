@@ -12,8 +12,9 @@
 //   };
 //   Tensor y = MulConstant::apply(x, 5.5);
 //
-// forward runs with grad mode off; backward returns one gradient per forward argument
-// (an undefined Tensor for non-tensor arguments or inputs that need none).
+// forward runs with grad mode off; backward returns one gradient per forward argument, and one
+// per element of a std::vector<Tensor> argument, in order (an undefined Tensor for non-tensor
+// arguments or inputs that need none).
 
 #include <cxxabi.h>
 
@@ -21,7 +22,6 @@
 #include <map>
 #include <memory>
 #include <string>
-#include <type_traits>
 #include <typeinfo>
 #include <variant>
 
@@ -62,7 +62,8 @@ class AutogradContext {
   TensorList get_saved_variables() const;
   /// Non-tensor values for backward.
   std::map<std::string, SavedValue> saved_data;
-  /// Does tensor input i need a gradient? (i counts tensor arguments only, as in LibTorch.)
+  /// Does tensor input i need a gradient? As in LibTorch, i counts tensor inputs only: non-tensor
+  /// arguments are skipped, and each element of a std::vector<Tensor> argument is one input.
   bool needs_input_grad(size_t i) const;
   /// Outputs that never get a gradient (e.g. indices).
   void mark_non_differentiable(const TensorList& outputs);
@@ -97,15 +98,15 @@ class CppNode final : public Node {
       for (size_t i = 0; i < grads.size(); ++i)
         if (grads[i].defined() && !output_meta()[i].differentiable) grads[i] = Tensor();
     TensorList r = T::backward(&ctx, std::move(grads));
-    // Keep only the gradients of tensor arguments, in edge order.
+    // Keep only the gradients of tensor inputs, in edge order.
     GradList out;
-    GRADLAB_CHECK(r.size() == arg_is_tensor.size(), AutogradError, name(),
+    GRADLAB_CHECK(r.size() == input_is_tensor.size(), AutogradError, name(),
                   "backward returned the wrong number of gradients",
-                  std::to_string(arg_is_tensor.size()) + " (one per forward argument)",
-                  std::to_string(r.size()),
-                  "return an undefined Tensor() for non-tensor arguments");
+                  std::to_string(input_is_tensor.size()) +
+                      " (one per forward argument, and one per element of a tensor-list argument)",
+                  std::to_string(r.size()), "return an undefined Tensor() for non-tensor arguments");
     for (size_t i = 0; i < r.size(); ++i)
-      if (arg_is_tensor[i]) out.push_back(std::move(r[i]));
+      if (input_is_tensor[i]) out.push_back(std::move(r[i]));
     return out;
   }
   bool materialize_grads() const override { return ctx.materialize_grads(); }
@@ -114,7 +115,7 @@ class CppNode final : public Node {
     released_ = true;
   }
   AutogradContext ctx;
-  std::vector<bool> arg_is_tensor;
+  std::vector<bool> input_is_tensor;  // per slot of backward's result (detail::mark_tensor_inputs)
 };
 
 /// CRTP base of a custom function: T defines static forward(AutogradContext*, args...) and
@@ -132,7 +133,7 @@ struct Function {
     (detail::collect(inputs, args), ...);
     auto node = std::make_shared<CppNode<T>>();
     node->site = site;
-    (node->arg_is_tensor.push_back(std::is_same_v<std::decay_t<Args>, Tensor>), ...);
+    (detail::mark_tensor_inputs(node->input_is_tensor, args), ...);
     node->ctx.bind(node.get());
     const bool rec = should_record(inputs);
     // Edges before forward, as LibTorch does: forward may ask ctx->needs_input_grad(i).

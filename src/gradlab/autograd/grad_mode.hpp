@@ -1,13 +1,9 @@
 #pragma once
-// Whether ops record a graph. Thread-local, like PyTorch's grad mode.
+// Scoped grad-mode guards (the flag itself is in flags.hpp). Thread-local, like PyTorch's.
+
+#include "gradlab/autograd/flags.hpp"
 
 namespace gradlab {
-
-/// Global (thread-local) switch read by every op.
-struct GradMode {
-  static bool is_enabled();
-  static void set_enabled(bool enabled);
-};
 
 /// Sets grad mode for a scope and restores it after.
 class AutoGradMode {

@@ -1,6 +1,8 @@
 #include "gradlab/autograd/node.hpp"
 
 #include <atomic>
+#include <cctype>
+#include <string_view>
 
 #include "gradlab/autograd/anomaly.hpp"
 #include "gradlab/autograd/grad_mode.hpp"
@@ -12,18 +14,7 @@ namespace gradlab::autograd {
 namespace {
 std::atomic<uint64_t> g_sequence{0};
 std::atomic<unsigned> g_hook_id{0};
-std::atomic<bool> g_anomaly{false};
-thread_local bool t_grad_enabled = true;
 }  // namespace
-
-}  // namespace gradlab::autograd
-
-namespace gradlab {
-bool GradMode::is_enabled() { return autograd::t_grad_enabled; }
-void GradMode::set_enabled(bool enabled) { autograd::t_grad_enabled = enabled; }
-}  // namespace gradlab
-
-namespace gradlab::autograd {
 
 unsigned next_hook_id() { return ++g_hook_id; }
 
@@ -173,8 +164,18 @@ void connect(const std::shared_ptr<Node>& node, const std::vector<const Tensor*>
 
 // ---- anomaly mode -------------------------------------------------------------------------
 
-bool is_anomaly_enabled() { return g_anomaly.load(std::memory_order_relaxed); }
-void set_detect_anomaly(bool enabled) { g_anomaly.store(enabled, std::memory_order_relaxed); }
+namespace {
+// "ClampBackward1" -> "Clamp": an op's node name without its BackwardN suffix names the forward op.
+std::string forward_name(std::string_view node_name) {
+  std::string_view stem = node_name;
+  while (!stem.empty() && std::isdigit(static_cast<unsigned char>(stem.back()))) stem.remove_suffix(1);
+  constexpr std::string_view kBackward = "Backward";
+  const bool numbered = stem.size() < node_name.size();
+  if (!numbered || stem.size() <= kBackward.size() || !stem.ends_with(kBackward)) return std::string(node_name);
+  stem.remove_suffix(kBackward.size());
+  return std::string(stem);
+}
+}  // namespace
 
 void check_forward_anomaly(const char* op, const Site& site, const std::vector<const Tensor*>& inputs,
                            const std::vector<Tensor*>& outputs) {
@@ -190,9 +191,7 @@ void check_forward_anomaly(const char* op, const Site& site, const std::vector<c
     if (!o->defined() || !o->is_floating_point()) continue;
     TensorStats s = tensor_stats(*o);
     if (s.all_finite()) continue;
-    std::string name = op;
-    if (name.size() > 9 && name.ends_with("Backward0")) name = name.substr(0, name.size() - 9);
-    std::string m = "anomaly detected in forward: " + name + " (called at " + site.str() +
+    std::string m = "anomaly detected in forward: " + forward_name(op) + " (called at " + site.str() +
                     ") returned non-finite values in output " + std::to_string(i) + " (" +
                     s.str(*o) + ") from finite inputs:";
     size_t k = 0;

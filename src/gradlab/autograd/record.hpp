@@ -28,6 +28,18 @@ inline void collect(std::vector<const Tensor*>& v, const std::vector<Tensor>& ts
 template <class T>
 void collect(std::vector<const Tensor*>&, const T&) {}
 
+// One flag per forward input slot, true for a tensor (LibTorch's is_variable_input): one per
+// Tensor argument, one per element of a std::vector<Tensor> argument (so it matches collect),
+// one per other argument.
+inline void mark_tensor_inputs(std::vector<bool>& v, const Tensor&) { v.push_back(true); }
+inline void mark_tensor_inputs(std::vector<bool>& v, const std::vector<Tensor>& ts) {
+  v.insert(v.end(), ts.size(), true);
+}
+template <class T>
+void mark_tensor_inputs(std::vector<bool>& v, const T&) {
+  v.push_back(false);
+}
+
 inline void outputs_of(std::vector<Tensor*>& v, Tensor& t) { v.push_back(&t); }
 inline void outputs_of(std::vector<Tensor*>& v, std::vector<Tensor>& ts) {
   for (auto& t : ts) v.push_back(&t);

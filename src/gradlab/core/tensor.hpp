@@ -77,7 +77,7 @@ class Tensor {
   /// "[2, 3] float32" for messages.
   std::string describe() const;
 
-  // ---- autograd -------------------------------------------------------------------------
+  // ---- autograd (defined in autograd/tensor_autograd.cpp) --------------------------------
   bool requires_grad() const;
   /// Marks a leaf as requiring grad (error on a non-leaf turning it off, as in PyTorch).
   Tensor& requires_grad_(bool r = true);
@@ -96,7 +96,7 @@ class Tensor {
   /// Keeps .grad on a non-leaf after backward.
   void retain_grad();
   bool retains_grad() const;
-  /// Backpropagates from this tensor. A non-scalar needs `gradient`.
+  /// Backpropagates from this tensor. A non-scalar needs `gradient`. Errors name `site`.
   void backward(const Tensor& gradient = {}, std::optional<bool> retain_graph = std::nullopt,
                 bool create_graph = false, Site site = {}) const;
   /// Calls `hook(grad)` when this tensor's gradient is computed; a defined result replaces it.

@@ -2,6 +2,7 @@
 // The state behind a Tensor handle. Internal: users hold Tensors, not TensorImpls.
 
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -37,6 +38,12 @@ struct TensorImpl {
     return static_cast<char*>(storage->data()) + offset * static_cast<int64_t>(element_size(dtype));
   }
 };
+
+namespace autograd {
+/// A node's PyTorch-style name ("MulBackward0"), for printing grad_fn. Defined in the autograd
+/// layer: core sees Node only as a forward declaration.
+std::string node_name(const Node& n);
+}  // namespace autograd
 
 /// A new contiguous tensor of `shape` with fresh (uninitialized) storage.
 Tensor make_tensor(const Shape& shape, ScalarType dtype, Device device = Device());
