@@ -12,8 +12,8 @@
 #include "gradlab/autograd/flags.hpp"
 #include "gradlab/autograd/grad_mode.hpp"
 #include "gradlab/autograd/node.hpp"
+#include "gradlab/core/factories.hpp"
 #include "gradlab/core/tensor_impl.hpp"
-#include "gradlab/ops/ops.hpp"
 
 namespace gradlab::autograd {
 
@@ -243,7 +243,7 @@ Tensor validate_grad(const Node& n, size_t i, Tensor g) {
           shape_str(m.shape), shape_str(g.sizes()),
           "a backward function must return one gradient per input, shaped like that input"));
     }
-    g = sum_to(g, m.shape);
+    g = g.sum_to_size(m.shape);
   }
   if (g.dtype() != m.dtype && is_floating_point(m.dtype)) g = g.to(m.dtype);
   return g;

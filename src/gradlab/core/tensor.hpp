@@ -171,6 +171,8 @@ class Tensor {
                Site site = {}) const;
   Tensor sum(Site site = {}) const;
   Tensor sum(const Dims& dims, bool keepdim = false, Site site = {}) const;
+  /// Sums broadcast dims away so the result has `shape` (which must broadcast to this shape).
+  Tensor sum_to_size(const Shape& shape, Site site = {}) const;
   Tensor mean(Site site = {}) const;
   Tensor mean(const Dims& dims, bool keepdim = false, Site site = {}) const;
   Tensor max(Site site = {}) const;

@@ -61,6 +61,7 @@ Tensor Tensor::clamp(std::optional<Scalar> mn, std::optional<Scalar> mx, Site si
 }
 Tensor Tensor::sum(Site site) const { return gradlab::sum(*this, site); }
 Tensor Tensor::sum(const Dims& d, bool k, Site site) const { return gradlab::sum(*this, d, k, site); }
+Tensor Tensor::sum_to_size(const Shape& s, Site site) const { return gradlab::sum_to(*this, s, site); }
 Tensor Tensor::mean(Site site) const { return gradlab::mean(*this, site); }
 Tensor Tensor::mean(const Dims& d, bool k, Site site) const { return gradlab::mean(*this, d, k, site); }
 Tensor Tensor::max(Site site) const { return gradlab::max(*this, site); }

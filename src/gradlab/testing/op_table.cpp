@@ -386,6 +386,7 @@ const std::map<std::string, std::string>& op_table_exemptions() {
       {"mutable_grad", "the .grad slot, not an op"},
       {"t", "transpose(0, 1): the transpose row"},
       {"expand_as", "expand(other.sizes()): the expand row"},
+      {"sum_to_size", "sum_to(x, shape) as a Tensor method (LibTorch's name): the sum_to row"},
       {"max_pool2d_with_indices", "max_pool2d plus its indices: the max_pool2d row"},
       {"cuda",
        "to(Device(kCUDA)): every row runs through it in the CUDA parity checks (checks/cuda)"},
