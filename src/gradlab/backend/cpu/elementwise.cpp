@@ -25,9 +25,9 @@ void map_unary(const T* x, T* y, int64_t n, T p, T q) {
     const B bp(p), bq(q);
     int64_t i = 0;
     for (; i + W <= n; i += W) f(B::load_unaligned(x + i), bp, bq).store_unaligned(y + i);
-    if (i < n) {
-      alignas(B) T buf[W] = {};
-      std::copy(x + i, x + n, buf);
+    if (i < n) {  // padded with the last element (never with garbage: no denormal slow path)
+      alignas(B) T buf[W];
+      for (int64_t k = 0; k < W; ++k) buf[k] = x[std::min(i + k, n - 1)];
       f(B::load_aligned(buf), bp, bq).store_aligned(buf);
       std::copy(buf, buf + (n - i), y + i);
     }
@@ -48,12 +48,9 @@ void map_binary(const T* a, bool sa, const T* b, bool sb, R* out, int64_t n) {
     auto at = [](const T* p, bool s, const B& v, int64_t i) { return s ? v : B::load_unaligned(p + i); };
     int64_t i = 0;
     for (; i + W <= n; i += W) f(at(a, sa, va, i), at(b, sb, vb, i)).store_unaligned(out + i);
-    if (i < n) {
-      alignas(B) T ta[W] = {}, tb[W] = {};
-      for (int64_t k = i; k < n; ++k) ta[k - i] = a[sa ? 0 : k], tb[k - i] = b[sb ? 0 : k];
-      f(B::load_aligned(ta), B::load_aligned(tb)).store_aligned(ta);
-      std::copy(ta, ta + (n - i), out + i);
-    }
+    // The tail one element at a time: the vectorized binary formulas are single IEEE operations
+    // and selects, which give the same bits in a batch and on a number (no libm inside).
+    for (; i < n; ++i) out[i] = f(a[sa ? 0 : i], b[sb ? 0 : i]);
   } else if (sb) {
     const T s = *b;
     for (int64_t i = 0; i < n; ++i) out[i] = static_cast<R>(f(a[sa ? 0 : i], s));
