@@ -133,7 +133,17 @@ int main() {
     std::cout << "graph of branch B:\n" << gl::autograd::graph_summary(lb);
     const size_t na = gl::autograd::count_nodes(la), nb = gl::autograd::count_nodes(lb);
     std::cout << "nodes: branch A = " << na << ", branch B = " << nb << "\n";
-    L.check(branch_a == 'A' && branch_b == 'B', "the data decided the branch: xa -> A, xb -> B");
+    // The branch is decided by gradlab's sum(2x); the losses are checked against the math of
+    // the branch the data should select: A: sum(relu(2x)) = 2 + 6 + 1 = 9,
+    // B: sum(tanh(2x) * 2x) over 2x = (-2, 4, -6, 1).
+    double loss_b_math = 0;
+    for (double h : {-2.0, 4.0, -6.0, 1.0}) loss_b_math += std::tanh(h) * h;
+    L.check(branch_a == 'A' && branch_b == 'B' && (xa * 2).sum().item<float>() == 5.0f &&
+                (xb * 2).sum().item<float>() == -3.0f &&
+                std::abs(la.item<double>() - 9.0) < 1e-5 &&
+                std::abs(lb.item<double>() - loss_b_math) < 1e-5,
+            "the data decided the branch: sum(2x) = 5 sends xa to A (loss 9), -3 sends xb to B "
+            "(loss sum(tanh(2x) * 2x))");
     // A: Sum <- Relu <- Mul <- AccumulateGrad(x)
     L.check(na == 4 && count_named(la, "ReluBackward0") == 1 &&
                 count_named(la, "MulBackward0") == 1 && count_named(la, "AccumulateGrad") == 1,

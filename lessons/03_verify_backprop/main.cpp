@@ -81,7 +81,12 @@ int main() {
     // -----------------------------------------------------------------------------------------
     L.section("1. f(x, y) = x² + y²: by hand, by backward(), by central differences");
     const double x0 = 3.0, y0 = -4.0;
-    auto f = [](double x, double y) { return x * x + y * y; };
+    // f evaluated by gradlab's own ops (float64 scalars): the differences below test gradlab's
+    // forward against gradlab's backward, not C++ arithmetic against itself.
+    auto f = [](double x, double y) {
+      const gl::Tensor tx = gl::tensor(x, f64), ty = gl::tensor(y, f64);
+      return (tx * tx + ty * ty).item<double>();
+    };
     // By hand: df/dx = 2x, df/dy = 2y.
     const double hand_dx = 2 * x0, hand_dy = 2 * y0;
     // By backward():  x = torch.tensor(3., requires_grad=True); (x**2 + y**2).backward()
@@ -101,15 +106,16 @@ int main() {
               << fmt("%.10f", num_dy) << "\n";
     L.check(x.grad().item<double>() == hand_dx && y.grad().item<double>() == hand_dy,
             "backward() gives exactly the hand-derived 2x = 6 and 2y = -8");
-    L.check(std::abs(num_dx - hand_dx) < 1e-8 && std::abs(num_dy - hand_dy) < 1e-8,
-            "central differences with h = 1e-6 agree with them to 1e-8");
+    const double auto_dx = x.grad().item<double>(), auto_dy = y.grad().item<double>();
+    L.check(std::abs(num_dx - auto_dx) < 1e-8 && std::abs(num_dy - auto_dy) < 1e-8,
+            "central differences of gradlab's forward (h = 1e-6) agree with backward() to 1e-8");
 
     std::cout << "\nerror of the difference quotients for df/dx at x = 3, as h shrinks:\n"
               << "      h     forward (f(x+h)-f(x))/h    central (f(x+h)-f(x-h))/2h\n";
     std::vector<double> fwd_err, ctr_err;
     for (double hh : {1e-1, 1e-3, 1e-5, 1e-7, 1e-9, 1e-11, 1e-13}) {
-      const double fe = std::abs((f(x0 + hh, y0) - f(x0, y0)) / hh - hand_dx);
-      const double ce = std::abs((f(x0 + hh, y0) - f(x0 - hh, y0)) / (2 * hh) - hand_dx);
+      const double fe = std::abs((f(x0 + hh, y0) - f(x0, y0)) / hh - auto_dx);
+      const double ce = std::abs((f(x0 + hh, y0) - f(x0 - hh, y0)) / (2 * hh) - auto_dx);
       fwd_err.push_back(fe);
       ctr_err.push_back(ce);
       std::cout << "  " << fmt("%6.0e", hh) << "   " << fmt("%22.3e", fe) << "   "
@@ -125,8 +131,13 @@ int main() {
         ctr_err[6] > 1e-4 && ctr_err[6] > 1000 * ctr_err[2],
         "at h = 1e-13 rounding dominates: f(x±h) differ in their last bits only (error > 1e-4)");
     // The same in float32: eps = 1e-6 is below float32's resolution at 9 (about 1e-6).
-    const float xf = 3.0f, hf = 1e-6f;
-    const float ff = ((xf + hf) * (xf + hf) - (xf - hf) * (xf - hf)) / (2 * hf);
+    // gradlab float32 tensors: a gradlab that silently computed in float64 would fail this.
+    const float hf = 1e-6f;
+    auto f32 = [](float v) {
+      const gl::Tensor t = gl::tensor(v);  // float32, the default dtype
+      return (t * t).item<float>();
+    };
+    const float ff = (f32(3.0f + hf) - f32(3.0f - hf)) / (2 * hf);
     std::cout << "float32, h = 1e-6: central difference = " << ff << " (true 6)\n";
     L.check(std::abs(ff - 6.0f) > 0.01f,
             "in float32 the same central difference is off by more than 1e-2: gradient checks use "

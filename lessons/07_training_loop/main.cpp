@@ -9,10 +9,12 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <gradlab/gradlab.hpp>
 #include <iomanip>
 #include <iostream>
 #include <numbers>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -345,6 +347,7 @@ int main() {
                   << "  test accuracy " << fmt(acc) << "\n";
     }
     const auto csv = lesson::output_dir() / "lesson07_history.csv";
+    std::filesystem::remove(csv);  // a file left by an earlier run must not pass the check below
     history.write_csv(csv.string());
     std::cout << history.size() << " step records written to " << csv.string() << "\n";
     bool finite = true;
@@ -367,7 +370,27 @@ int main() {
         cosine && history.records()[0].lr == 0.05,
         "every recorded lr is the cosine schedule's value for its epoch (0.05 down towards 0.001)");
     L.check(final_acc >= first_acc, "test accuracy did not get worse than after the first epoch");
-    L.check(std::filesystem::exists(csv),
-            "the per-step record (loss, grad_norm, lr) is saved as CSV");
+    // Read the file back: the header, then one row per record with the same numbers (written
+    // with 17 digits, so they parse back exactly).
+    std::ifstream in(csv);
+    std::string line;
+    bool csv_ok = static_cast<bool>(std::getline(in, line)) && line == "epoch,step,loss,grad_norm,lr";
+    size_t rows = 0;
+    while (csv_ok && std::getline(in, line)) {
+      if (rows >= history.size()) {
+        csv_ok = false;
+        break;
+      }
+      const auto& r = history.records()[rows++];
+      std::istringstream row(line);
+      std::string cell[5];
+      for (auto& c : cell) std::getline(row, c, ',');
+      csv_ok = std::stoll(cell[0]) == r.epoch && std::stoll(cell[1]) == r.step &&
+               std::stod(cell[2]) == r.loss && std::stod(cell[3]) == r.grad_norm &&
+               std::stod(cell[4]) == r.lr;
+    }
+    L.check(csv_ok && rows == history.size() && rows > 0,
+            "the per-step record is saved as CSV: header epoch,step,loss,grad_norm,lr and one row "
+            "per step, equal to the records in memory");
   });
 }

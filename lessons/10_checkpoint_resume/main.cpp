@@ -234,9 +234,27 @@ int main() {
     }
     bytes[bytes.size() - 100] = static_cast<char>(bytes[bytes.size() - 100] ^ 0x04);
     std::ofstream(latest, std::ios::binary | std::ios::trunc) << bytes;
+    // safetensors: 8 bytes little-endian header length n, the JSON header, then the data at
+    // byte 8 + n; the checksum covers the data, so the error points at where the data starts.
+    uint64_t header_len = 0;
+    for (int i = 7; i >= 0; --i)
+      header_len = (header_len << 8) | static_cast<unsigned char>(bytes[static_cast<size_t>(i)]);
+    const std::string data_start = std::to_string(8 + header_len);
+    std::string what;
     L.check_throws(
-        [&] { io::load_checkpoint(latest); }, "checksum mismatch",
-        "one flipped bit in the newest file is caught by the checksum, naming file and offset");
+        [&] {
+          try {
+            io::load_checkpoint(latest);
+          } catch (const std::exception& e) {
+            what = e.what();
+            throw;
+          }
+        },
+        "checksum mismatch", "one flipped bit in the newest file is caught by the checksum");
+    L.check(what.find("'" + latest.string() + "'") != std::string::npos &&
+                what.find("(at byte offset " + data_start + ")") != std::string::npos,
+            "the error names the file and the byte offset of its data section (" + data_start +
+                ")");
     L.check(manager.load_latest()->step == 30,
             "and load_latest() falls back to the previous checkpoint");
   });
