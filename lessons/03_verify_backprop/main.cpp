@@ -131,13 +131,14 @@ int main() {
         ctr_err[6] > 1e-4 && ctr_err[6] > 1000 * ctr_err[2],
         "at h = 1e-13 rounding dominates: f(x±h) differ in their last bits only (error > 1e-4)");
     // The same in float32: eps = 1e-6 is below float32's resolution at 9 (about 1e-6).
-    // gradlab float32 tensors: a gradlab that silently computed in float64 would fail this.
-    const float hf = 1e-6f;
-    auto f32 = [](float v) {
-      const gl::Tensor t = gl::tensor(v);  // float32, the default dtype
-      return (t * t).item<float>();
+    // x ± h and the squares are computed by gradlab in float32 (the default dtype): a gradlab
+    // that silently computed in float64 would give 6 and fail this.
+    auto f32 = [](double step) {
+      const gl::Tensor t = gl::tensor(3.0) + step;
+      return (t * t).item<double>();
     };
-    const float ff = (f32(3.0f + hf) - f32(3.0f - hf)) / (2 * hf);
+    const double hf = 1e-6;
+    const double ff = (f32(hf) - f32(-hf)) / (2 * hf);
     std::cout << "float32, h = 1e-6: central difference = " << ff << " (true 6)\n";
     L.check(std::abs(ff - 6.0f) > 0.01f,
             "in float32 the same central difference is off by more than 1e-2: gradient checks use "
