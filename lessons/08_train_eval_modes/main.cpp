@@ -210,6 +210,8 @@ int main() {
     }
     std::cout << "500 forwards of 8 samples (best CPU time of 15 interleaved trials): with grad "
               << fmt(t_grad, 2) << " ms, under NoGradGuard " << fmt(t_nograd, 2) << " ms\n";
-    L.check(t_nograd < t_grad, "NoGradGuard inference is faster: nothing is recorded or saved");
+    // NOTE: a 5% margin, so a guard that did nothing (equal times, noise either way) fails.
+    L.check(t_nograd < 0.95 * t_grad,
+            "NoGradGuard inference is at least 5% faster: nothing is recorded or saved");
   });
 }
