@@ -139,8 +139,7 @@ int main() {
     double loss_b_math = 0;
     for (double h : {-2.0, 4.0, -6.0, 1.0}) loss_b_math += std::tanh(h) * h;
     L.check(branch_a == 'A' && branch_b == 'B' && (xa * 2).sum().item<float>() == 5.0f &&
-                (xb * 2).sum().item<float>() == -3.0f &&
-                std::abs(la.item<double>() - 9.0) < 1e-5 &&
+                (xb * 2).sum().item<float>() == -3.0f && std::abs(la.item<double>() - 9.0) < 1e-5 &&
                 std::abs(lb.item<double>() - loss_b_math) < 1e-5,
             "the data decided the branch: sum(2x) = 5 sends xa to A (loss 9), -3 sends xb to B "
             "(loss sum(tanh(2x) * 2x))");

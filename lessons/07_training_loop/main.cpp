@@ -374,7 +374,8 @@ int main() {
     // with 17 digits, so they parse back exactly).
     std::ifstream in(csv);
     std::string line;
-    bool csv_ok = static_cast<bool>(std::getline(in, line)) && line == "epoch,step,loss,grad_norm,lr";
+    bool csv_ok =
+        static_cast<bool>(std::getline(in, line)) && line == "epoch,step,loss,grad_norm,lr";
     size_t rows = 0;
     while (csv_ok && std::getline(in, line)) {
       if (rows >= history.size()) {

@@ -99,7 +99,8 @@ int main() {
             "in eval mode it does not: each sample is normalized with the running statistics");
     L.check(gl::equal(bn->running_mean, stats_before),
             "and eval-mode forwards leave the running statistics alone");
-    // Eval-mode BatchNorm by hand: (x - running_mean) / sqrt(running_var + eps) * weight + bias.
+    // Eval-mode BatchNorm by hand, eps = 1e-5 (the default):
+    //   (x - running_mean) / sqrt(running_var + eps) * weight + bias
     const gl::Tensor single = bn(row);
     const gl::Tensor by_hand =
         (row - bn->running_mean) / gl::sqrt(bn->running_var + 1e-5) * bn->weight + bn->bias;

@@ -251,10 +251,10 @@ int main() {
           }
         },
         "checksum mismatch", "one flipped bit in the newest file is caught by the checksum");
-    L.check(what.find("'" + latest.string() + "'") != std::string::npos &&
-                what.find("(at byte offset " + data_start + ")") != std::string::npos,
-            "the error names the file and the byte offset of its data section (" + data_start +
-                ")");
+    L.check(
+        what.find("'" + latest.string() + "'") != std::string::npos &&
+            what.find("(at byte offset " + data_start + ")") != std::string::npos,
+        "the error names the file and the byte offset of its data section (" + data_start + ")");
     L.check(manager.load_latest()->step == 30,
             "and load_latest() falls back to the previous checkpoint");
   });
