@@ -2,7 +2,9 @@
 //
 // requires_grad and how it spreads through ops, detach(), NoGradGuard, backward() and the chain
 // rule (worked by hand here and compared with the engine), leaf vs non-leaf .grad, retain_grad(),
-// and gradients that accumulate across backward calls until zero_grad().
+// gradients that accumulate across backward calls until zero_grad() (and why: two half-batches
+// give the full batch's gradient), and broadcasting/indexing, whose gradients come back in the
+// operand's shape.
 //
 // Every step shows the PyTorch line it mirrors in a comment. float64 is used where the lesson
 // compares with hand-computed numbers, so the comparisons can be tight (1e-12).
@@ -192,7 +194,77 @@ int main() {
     L.check(is(a.grad(), {0.0, 0.0}), "zero_grad(false) keeps the tensor and fills it with zeros");
 
     // ---------------------------------------------------------------------------------------
-    L.section("7. what backward() insists on");
+    L.section("7. why .grad adds up: two half-batches make one batch");
+    L.say("backward() does .grad += on purpose: the gradient of a sum of losses is the sum of");
+    L.say("their gradients, so a batch too big for memory can be split and backwarded in parts.");
+    // loss over the full batch = mean over 4 samples of (w x - y)^2;   d/dw = mean 2 (w x - y) x
+    const double gw = 0.5;
+    const std::vector<double> bxs = {1.0, 2.0, -1.0, 0.5}, bys = {2.0, 3.0, -1.0, 2.0};
+    double want_full = 0, want_first = 0;
+    for (size_t i = 0; i < bxs.size(); ++i) {
+      const double gi = 2 * (gw * bxs[i] - bys[i]) * bxs[i] / 4;
+      want_full += gi;
+      if (i < 2) want_first += gi;
+    }
+    gl::Tensor bX = gl::tensor({1.0, 2.0, -1.0, 0.5}, f64);
+    gl::Tensor bY = gl::tensor({2.0, 3.0, -1.0, 2.0}, f64);
+    gl::Tensor gwt = gl::tensor(gw, f64_grad);
+    ((gwt * bX - bY).pow(2)).mean().backward();  // one backward over the whole batch
+    const double full = gwt.grad().item<double>();
+    gwt.zero_grad();
+    // for each half: loss = ((w * X[h] - Y[h]) ** 2).sum() / 4; loss.backward()
+    auto half = [&](int64_t start) {
+      ((gwt * bX.narrow(0, start, 2) - bY.narrow(0, start, 2)).pow(2)).sum().div(
+          gl::tensor(4.0, f64)).backward();
+    };
+    half(0);
+    const double after_first = gwt.grad().item<double>();
+    half(2);
+    const double after_second = gwt.grad().item<double>();
+    std::cout << "full batch: w.grad = " << full << "   half 1: w.grad = " << after_first
+              << "   + half 2: w.grad = " << after_second << "\n";
+    L.check_close(full, want_full, "one backward over the 4 samples gives mean 2(wx - y)x");
+    L.check_close(after_first, want_first,
+                  "after the first half-batch .grad holds only that half's share");
+    L.check_close(after_second, full,
+                  "the second half's backward adds its share: two halves equal the full batch");
+    gl::Tensor held = gwt.grad();  // a handle to the same .grad tensor
+    held.zero_();                  // w.grad.zero_()
+    L.check(gwt.grad().is_same_storage(held) && gwt.grad().item<double>() == 0.0,
+            "w.grad().zero_() resets it in place (what zero_grad(false) does): 0, same tensor");
+    half(0);
+    L.check_close(gwt.grad().item<double>(), want_first,
+                  "so the next backward starts from 0 again, not from the old sum");
+
+    // ---------------------------------------------------------------------------------------
+    L.section("8. broadcasting and indexing: the gradient has the operand's shape");
+    L.say("x [3,1] + b [4] broadcasts to [3,4]: every x[i] is used by 4 outputs, every b[j] by 3;");
+    L.say("backward sums the broadcast dims away, so x.grad is [3,1] and b.grad is [4].");
+    gl::Tensor bcx = gl::tensor({1.0, 2.0, 3.0}, f64).reshape({3, 1});  // [3, 1]
+    bcx.requires_grad_();
+    gl::Tensor bcb = gl::tensor({10.0, 20.0, 30.0, 40.0}, f64_grad);  // [4]
+    gl::Tensor bcs = bcx + bcb;                                         // [3, 4]
+    bcs.sum().backward();
+    std::cout << "x + b has shape " << gl::shape_str(bcs.sizes()) << "\nx.grad = " << bcx.grad()
+              << "\nb.grad = " << bcb.grad() << "\n";
+    L.check(bcs.sizes() == gl::Shape{3, 4} && is(bcs.select(0, 2), {13.0, 23.0, 33.0, 43.0}),
+            "x [3,1] + b [4] has shape [3,4] (row 2 is 3 + b)");
+    L.check(bcx.grad().sizes() == gl::Shape{3, 1} && is(bcx.grad(), {4.0, 4.0, 4.0}),
+            "x.grad has x's shape [3,1], each entry 4: the sum over the 4 columns it was copied to");
+    L.check(bcb.grad().sizes() == gl::Shape{4} && is(bcb.grad(), {3.0, 3.0, 3.0, 3.0}),
+            "b.grad has b's shape [4], each entry 3: the sum over the 3 rows it was copied to");
+    // r = m[1]  (select: row 1, a view)
+    gl::Tensor m = gl::tensor({{1.0, 2.0}, {3.0, 4.0}, {5.0, 6.0}}, f64_grad);
+    gl::Tensor r = m[1];
+    (r * gl::tensor({2.0, 3.0}, f64)).sum().backward();
+    std::cout << "r = m[1] = " << r << "\nm.grad = " << m.grad() << "\n";
+    L.check(r.sizes() == gl::Shape{2} && is(r, {3.0, 4.0}) && r.grad_fn() != nullptr,
+            "m[1] selects row 1 (shape [2]) and is recorded");
+    L.check(m.grad().sizes() == gl::Shape{3, 2} && is(m.grad(), {0.0, 0.0, 2.0, 3.0, 0.0, 0.0}),
+            "the gradient of sum(m[1] * [2, 3]) lands in row 1 only; the other rows get 0");
+
+    // ---------------------------------------------------------------------------------------
+    L.section("9. what backward() insists on");
     gl::Tensor v = gl::tensor({1.0, 2.0, 3.0}, f64_grad);
     gl::Tensor v3 = v * v;  // not a scalar
     L.check_throws([&] { v3.backward(); }, "grad can be implicitly created only for scalar outputs",
