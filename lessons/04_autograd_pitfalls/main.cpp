@@ -1,10 +1,12 @@
 // Lesson 04: autograd pitfalls.
 //
-// Four mistakes that every PyTorch user makes once, each shown, caught and explained:
+// Six mistakes that every PyTorch user makes once, each shown, caught and explained:
 //   1. a target computed from the model without detach() (gradients flow into the target);
 //   2. an in-place write to a leaf that requires grad;
 //   3. a tensor saved for backward, modified in place before backward runs;
-//   4. `x = x + 1` (a new tensor) versus `x += 1` (a write into x's storage).
+//   4. `x = x + 1` (a new tensor) versus `x += 1` (a write into x's storage);
+//   5. `x[0] = 2` (index_put_, or a write through a view) on a tensor that requires grad;
+//   6. a running sum of losses without detach(), which keeps every step's graph in memory.
 // Each error is caught, its message printed, and the message's key parts checked.
 
 #include <cmath>
@@ -171,5 +173,94 @@ int main() {
             "is on the original");
     L.check(gl::allclose(original.grad(), (original.detach() + 1) * 2.0, 1e-15, 0),
             "the original leaf got d/dx sum((x + 1)²) = 2(x + 1), as the math says");
+
+    // -----------------------------------------------------------------------------------------
+    L.section("5. x[0] = 2: indexed assignment on a tensor that requires grad");
+    L.say("PyTorch's x[0] = 2 is index_put_ (rows by an int64 list, or a bool mask); writing through");
+    L.say("a view, x.select(0, 0).fill_(2), is the other spelling. Both are in-place writes.");
+    const gl::Tensor row0 = gl::tensor({int64_t{0}});  // the index list [0]
+    gl::Tensor q = gl::tensor({1.0, 2.0, 3.0}, f64.requires_grad(true));
+    err = error_of([&] { q.index_put_(row0, 2.0); });  // x[0] = 2
+    std::cout << "leaf: q.index_put_([0], 2) -> " << err << "\n";
+    L.check(has(err, "index_put_: a leaf Variable that requires grad is being used in an in-place") &&
+                has(err, "hint: wrap parameter updates in NoGradGuard"),
+            "on a leaf that requires grad x[0] = 2 is refused: the message names index_put_ and "
+            "gives the NoGradGuard hint");
+    err = error_of([&] { q.select(0, 0).fill_(2.0); });  // x[0].fill_(2)
+    std::cout << "leaf: q.select(0, 0).fill_(2) -> " << err << "\n";
+    L.check(has(err, "fill_: a view of a leaf Variable that requires grad") &&
+                has(err, "hint: wrap the write in NoGradGuard, or clone() before writing"),
+            "through a view of the leaf it is refused too, naming fill_, with its hint");
+    L.check(q.version() == 0 && gl::equal(q.detach(), gl::tensor({1.0, 2.0, 3.0}, f64)),
+            "both refusals left the leaf unchanged (version 0, values [1, 2, 3])");
+
+    // On a non-leaf copy the write is recorded: the overwritten element gets gradient 0.
+    gl::Tensor xq = gl::tensor({1.0, 2.0, 3.0}, f64.requires_grad(true));
+    gl::Tensor yq = xq * 1;     // y = x * 1
+    yq.index_put_(row0, 2.0);   // y[0] = 2
+    std::cout << "non-leaf: y = x * 1; y[0] = 2 -> y = " << yq << "\n";
+    (yq * yq).sum().backward();  // d/dx sum(y^2) = 2y where y came from x, 0 where it was overwritten
+    std::cout << "x.grad = " << xq.grad() << "\n";
+    L.check(gl::equal(yq.detach(), gl::tensor({2.0, 2.0, 3.0}, f64)) &&
+                yq.grad_fn()->name() == "WhereBackward0",
+            "on the non-leaf y = x * 1, y[0] = 2 works and is recorded (y = [2, 2, 3])");
+    L.check(gl::equal(xq.grad(), gl::tensor({0.0, 4.0, 6.0}, f64)),
+            "x.grad = [0, 4, 6]: 0 where y was overwritten (2 does not depend on x), 2y elsewhere");
+
+    // Writing through a view of a non-leaf: PyTorch supports it; gradlab does not yet.
+    gl::Tensor yv = xq * 1;
+    err = error_of([&] { yv.select(0, 0).fill_(2.0); });
+    std::cout << "non-leaf view: y.select(0, 0).fill_(2) -> " << err << "\n";
+    L.check(has(err, "fill_: in-place modification of a view that takes part in autograd is not "
+                     "supported") &&
+                has(err, "hint: clone() the view first"),
+            "gradlab refuses an in-place write through a view that takes part in autograd (a "
+            "known gap: PyTorch allows it)");
+    // The workaround: out of place, y = x.masked_fill(mask, 2)  (or torch.where(mask, 2, x)).
+    gl::Tensor xm = gl::tensor({1.0, 2.0, 3.0}, f64.requires_grad(true));
+    gl::Tensor xw = gl::tensor({1.0, 2.0, 3.0}, f64.requires_grad(true));
+    const gl::Tensor first = gl::tensor({true, false, false});
+    gl::Tensor ym = (xm * 1).masked_fill(first, 2.0);  // y = (x * 1).masked_fill(mask, 2)
+    gl::Tensor yw = gl::where(first, 2.0, xw * 1);     // y = torch.where(mask, 2., x * 1)
+    (ym * ym).sum().backward();
+    (yw * yw).sum().backward();
+    std::cout << "out of place: masked_fill -> " << ym << ", x.grad = " << xm.grad()
+              << "\n              where       -> " << yw << ", x.grad = " << xw.grad() << "\n";
+    L.check(gl::equal(ym.detach(), gl::tensor({2.0, 2.0, 3.0}, f64)) &&
+                gl::equal(yw.detach(), ym.detach()),
+            "the workaround masked_fill(mask, 2) / where(mask, 2, y) gives the same y = [2, 2, 3]");
+    L.check(gl::equal(xm.grad(), gl::tensor({0.0, 4.0, 6.0}, f64)) &&
+                gl::equal(xw.grad(), gl::tensor({0.0, 4.0, 6.0}, f64)),
+            "and the same gradient [0, 4, 6] as y[0] = 2 on the copy: 0 at the overwritten element");
+
+    // -----------------------------------------------------------------------------------------
+    L.section("6. The memory cost of a forgotten detach");
+    L.say("total = total + loss keeps every step's graph reachable from total, and with it the");
+    L.say("tensors each node saved for backward. total + loss.detach() (or loss.item()) keeps a number.");
+    gl::Tensor w6 = gl::full({1024}, 0.01, f64.requires_grad(true));
+    // Bytes that stay allocated after `steps` steps of a loop that sums the loss for a report.
+    auto kept_after = [&](int steps, bool detach) {
+      const std::size_t before = gl::memory::allocated();
+      gl::Tensor total = gl::tensor(0.0, f64);
+      for (int i = 0; i < steps; ++i) {
+        gl::Tensor batch = gl::full({1024}, 1.0 + i, f64);  // a fresh [1024] float64 batch: 8 KiB
+        gl::Tensor loss = (w6 * batch).tanh().pow(2).mean();
+        total = total + (detach ? loss.detach() : loss);
+      }
+      const std::size_t after = gl::memory::allocated();
+      return static_cast<double>(after) - static_cast<double>(before);
+    };
+    const double kept10 = kept_after(10, false), kept20 = kept_after(20, false);
+    const double flat10 = kept_after(10, true), flat20 = kept_after(20, true);
+    const double per_step = (kept20 - kept10) / 10, per_step_detached = (flat20 - flat10) / 10;
+    std::cout << "without detach: kept after 10 steps " << kept10 << " B, after 20 steps " << kept20
+              << " B (" << per_step << " B per step)\n"
+              << "with detach:    kept after 10 steps " << flat10 << " B, after 20 steps " << flat20
+              << " B (" << per_step_detached << " B per step)\n";
+    L.check(per_step > 8192,
+            "without detach the memory kept grows with the steps: more than 8 KiB (one batch) per "
+            "step");
+    L.check(std::abs(flat20 - flat10) < 256 && flat20 < 256,
+            "with detach it stays flat: under 256 bytes kept, after 10 or 20 steps alike");
   });
 }
