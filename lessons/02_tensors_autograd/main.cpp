@@ -214,8 +214,10 @@ int main() {
     gwt.zero_grad();
     // for each half: loss = ((w * X[h] - Y[h]) ** 2).sum() / 4; loss.backward()
     auto half = [&](int64_t start) {
-      ((gwt * bX.narrow(0, start, 2) - bY.narrow(0, start, 2)).pow(2)).sum().div(
-          gl::tensor(4.0, f64)).backward();
+      ((gwt * bX.narrow(0, start, 2) - bY.narrow(0, start, 2)).pow(2))
+          .sum()
+          .div(gl::tensor(4.0, f64))
+          .backward();
     };
     half(0);
     const double after_first = gwt.grad().item<double>();
@@ -243,14 +245,15 @@ int main() {
     gl::Tensor bcx = gl::tensor({1.0, 2.0, 3.0}, f64).reshape({3, 1});  // [3, 1]
     bcx.requires_grad_();
     gl::Tensor bcb = gl::tensor({10.0, 20.0, 30.0, 40.0}, f64_grad);  // [4]
-    gl::Tensor bcs = bcx + bcb;                                         // [3, 4]
+    gl::Tensor bcs = bcx + bcb;                                       // [3, 4]
     bcs.sum().backward();
     std::cout << "x + b has shape " << gl::shape_str(bcs.sizes()) << "\nx.grad = " << bcx.grad()
               << "\nb.grad = " << bcb.grad() << "\n";
     L.check(bcs.sizes() == gl::Shape{3, 4} && is(bcs.select(0, 2), {13.0, 23.0, 33.0, 43.0}),
             "x [3,1] + b [4] has shape [3,4] (row 2 is 3 + b)");
-    L.check(bcx.grad().sizes() == gl::Shape{3, 1} && is(bcx.grad(), {4.0, 4.0, 4.0}),
-            "x.grad has x's shape [3,1], each entry 4: the sum over the 4 columns it was copied to");
+    L.check(
+        bcx.grad().sizes() == gl::Shape{3, 1} && is(bcx.grad(), {4.0, 4.0, 4.0}),
+        "x.grad has x's shape [3,1], each entry 4: the sum over the 4 columns it was copied to");
     L.check(bcb.grad().sizes() == gl::Shape{4} && is(bcb.grad(), {3.0, 3.0, 3.0, 3.0}),
             "b.grad has b's shape [4], each entry 3: the sum over the 3 rows it was copied to");
     // r = m[1]  (select: row 1, a view)

@@ -176,16 +176,19 @@ int main() {
 
     // -----------------------------------------------------------------------------------------
     L.section("5. x[0] = 2: indexed assignment on a tensor that requires grad");
-    L.say("PyTorch's x[0] = 2 is index_put_ (rows by an int64 list, or a bool mask); writing through");
+    L.say(
+        "PyTorch's x[0] = 2 is index_put_ (rows by an int64 list, or a bool mask); writing "
+        "through");
     L.say("a view, x.select(0, 0).fill_(2), is the other spelling. Both are in-place writes.");
     const gl::Tensor row0 = gl::tensor({int64_t{0}});  // the index list [0]
     gl::Tensor q = gl::tensor({1.0, 2.0, 3.0}, f64.requires_grad(true));
     err = error_of([&] { q.index_put_(row0, 2.0); });  // x[0] = 2
     std::cout << "leaf: q.index_put_([0], 2) -> " << err << "\n";
-    L.check(has(err, "index_put_: a leaf Variable that requires grad is being used in an in-place") &&
-                has(err, "hint: wrap parameter updates in NoGradGuard"),
-            "on a leaf that requires grad x[0] = 2 is refused: the message names index_put_ and "
-            "gives the NoGradGuard hint");
+    L.check(
+        has(err, "index_put_: a leaf Variable that requires grad is being used in an in-place") &&
+            has(err, "hint: wrap parameter updates in NoGradGuard"),
+        "on a leaf that requires grad x[0] = 2 is refused: the message names index_put_ and "
+        "gives the NoGradGuard hint");
     err = error_of([&] { q.select(0, 0).fill_(2.0); });  // x[0].fill_(2)
     std::cout << "leaf: q.select(0, 0).fill_(2) -> " << err << "\n";
     L.check(has(err, "fill_: a view of a leaf Variable that requires grad") &&
@@ -196,10 +199,12 @@ int main() {
 
     // On a non-leaf copy the write is recorded: the overwritten element gets gradient 0.
     gl::Tensor xq = gl::tensor({1.0, 2.0, 3.0}, f64.requires_grad(true));
-    gl::Tensor yq = xq * 1;     // y = x * 1
-    yq.index_put_(row0, 2.0);   // y[0] = 2
+    gl::Tensor yq = xq * 1;    // y = x * 1
+    yq.index_put_(row0, 2.0);  // y[0] = 2
     std::cout << "non-leaf: y = x * 1; y[0] = 2 -> y = " << yq << "\n";
-    (yq * yq).sum().backward();  // d/dx sum(y^2) = 2y where y came from x, 0 where it was overwritten
+    (yq * yq)
+        .sum()
+        .backward();  // d/dx sum(y^2) = 2y where y came from x, 0 where it was overwritten
     std::cout << "x.grad = " << xq.grad() << "\n";
     L.check(gl::equal(yq.detach(), gl::tensor({2.0, 2.0, 3.0}, f64)) &&
                 yq.grad_fn()->name() == "WhereBackward0",
@@ -211,8 +216,9 @@ int main() {
     gl::Tensor yv = xq * 1;
     err = error_of([&] { yv.select(0, 0).fill_(2.0); });
     std::cout << "non-leaf view: y.select(0, 0).fill_(2) -> " << err << "\n";
-    L.check(has(err, "fill_: in-place modification of a view that takes part in autograd is not "
-                     "supported") &&
+    L.check(has(err,
+                "fill_: in-place modification of a view that takes part in autograd is not "
+                "supported") &&
                 has(err, "hint: clone() the view first"),
             "gradlab refuses an in-place write through a view that takes part in autograd (a "
             "known gap: PyTorch allows it)");
@@ -229,14 +235,17 @@ int main() {
     L.check(gl::equal(ym.detach(), gl::tensor({2.0, 2.0, 3.0}, f64)) &&
                 gl::equal(yw.detach(), ym.detach()),
             "the workaround masked_fill(mask, 2) / where(mask, 2, y) gives the same y = [2, 2, 3]");
-    L.check(gl::equal(xm.grad(), gl::tensor({0.0, 4.0, 6.0}, f64)) &&
-                gl::equal(xw.grad(), gl::tensor({0.0, 4.0, 6.0}, f64)),
-            "and the same gradient [0, 4, 6] as y[0] = 2 on the copy: 0 at the overwritten element");
+    L.check(
+        gl::equal(xm.grad(), gl::tensor({0.0, 4.0, 6.0}, f64)) &&
+            gl::equal(xw.grad(), gl::tensor({0.0, 4.0, 6.0}, f64)),
+        "and the same gradient [0, 4, 6] as y[0] = 2 on the copy: 0 at the overwritten element");
 
     // -----------------------------------------------------------------------------------------
     L.section("6. The memory cost of a forgotten detach");
     L.say("total = total + loss keeps every step's graph reachable from total, and with it the");
-    L.say("tensors each node saved for backward. total + loss.detach() (or loss.item()) keeps a number.");
+    L.say(
+        "tensors each node saved for backward. total + loss.detach() (or loss.item()) keeps a "
+        "number.");
     gl::Tensor w6 = gl::full({1024}, 0.01, f64.requires_grad(true));
     // Bytes that stay allocated after `steps` steps of a loop that sums the loss for a report.
     auto kept_after = [&](int steps, bool detach) {
