@@ -224,7 +224,9 @@ int main() {
     }
     uint64_t hlen = 0;
     for (int i = 7; i >= 0; --i) hlen = (hlen << 8) | static_cast<unsigned char>(bytes.at(i));
-    const std::string header = bytes.substr(8, hlen);
+    std::string header;  // the JSON text without its whitespace (keys here have none)
+    for (char c : bytes.substr(8, hlen))
+      if (c != ' ' && c != '\n' && c != '\t' && c != '\r') header += c;
     size_t listed = 0;
     int64_t data_bytes = 0;
     std::cout << "read without gradlab: 8-byte length " << hlen << ", then a JSON header that lists\n";
