@@ -341,9 +341,8 @@ int main() {
 
     // (a) gradcheck, float64, on W and X together.
     auto mres = gradcheck(
-        gl::testing::TensorFn([&](const TensorList& in) {
-          return TensorList{masked_loss(in[0], in[1], Ym)};
-        }),
+        gl::testing::TensorFn(
+            [&](const TensorList& in) { return TensorList{masked_loss(in[0], in[1], Ym)}; }),
         {Xm.detach().clone().requires_grad_(true), Wm0.detach().clone().requires_grad_(true)},
         GradcheckOptions().name("masked mse").raise_exception(false));
     std::cout << mres.text();
@@ -372,11 +371,9 @@ int main() {
     const gl::Tensor Y2 = gl::from_vector(y2, Ym.sizes(), f64);
     const auto gW2 = autograd_grads(Y2).first;
     std::cout << "Y[" << off / K << ", " << off % K << "] is masked out; moving it by 100 changes "
-              << "dloss/dW by " << fmt("%.1e", max_abs_diff(gW.to_vector<double>(),
-                                                              gW2.to_vector<double>()))
-              << "\n";
-    L.check(gl::equal(gW, gW2),
-            "    changing a masked-out target leaves dloss/dW bit-identical");
+              << "dloss/dW by "
+              << fmt("%.1e", max_abs_diff(gW.to_vector<double>(), gW2.to_vector<double>())) << "\n";
+    L.check(gl::equal(gW, gW2), "    changing a masked-out target leaves dloss/dW bit-identical");
     L.check(gl::equal(masked_loss(Xm, Wm0, Ym),
                       (Xm.matmul(Wm0) - Ym).pow(2).masked_fill(gl::logical_not(mask), 0.0).sum() /
                           mask.sum().to(gl::kFloat64)),
@@ -389,7 +386,9 @@ int main() {
     std::cout << "planted bug, hand gradient 2 Xᵀ(XW - Y)/count (mask forgotten): off by "
               << fmt("%.2e", berr) << "; moving the masked-out target moves it by "
               << fmt("%.2e", bshift) << "\n";
-    L.check(berr > 1e-3, "(d) comparing with autograd catches the hand gradient that forgot the mask");
-    L.check(bshift > 1.0, "    and so does the masked-out-target test: that gradient moves with it");
+    L.check(berr > 1e-3,
+            "(d) comparing with autograd catches the hand gradient that forgot the mask");
+    L.check(bshift > 1.0,
+            "    and so does the masked-out-target test: that gradient moves with it");
   });
 }

@@ -81,7 +81,6 @@ struct TrainerImpl : nn::Module {
 };
 GRADLAB_MODULE(Trainer);
 
-
 // The same network after a refactor: its own class, with named submodules instead of 0, 1, 2.
 struct ClassifierImpl : nn::Module {
   nn::Linear encoder{nullptr}, classifier{nullptr};
@@ -91,7 +90,9 @@ struct ClassifierImpl : nn::Module {
     act = register_module("act", nn::ReLU());
     classifier = register_module("classifier", nn::Linear(128, 10));
   }
-  gl::Tensor forward(const gl::Tensor& x) { return classifier->forward(act->forward(encoder->forward(x))); }
+  gl::Tensor forward(const gl::Tensor& x) {
+    return classifier->forward(act->forward(encoder->forward(x)));
+  }
 };
 GRADLAB_MODULE(Classifier);
 
@@ -229,7 +230,8 @@ int main() {
       if (c != ' ' && c != '\n' && c != '\t' && c != '\r') header += c;
     size_t listed = 0;
     int64_t data_bytes = 0;
-    std::cout << "read without gradlab: 8-byte length " << hlen << ", then a JSON header that lists\n";
+    std::cout << "read without gradlab: 8-byte length " << hlen
+              << ", then a JSON header that lists\n";
     for (const auto& [k, t] : sd) {
       const std::string entry = "\"" + k + "\":{\"dtype\":\"F32\",\"shape\":" + json_shape(t);
       const bool found = header.find(entry) != std::string::npos;
@@ -244,9 +246,9 @@ int main() {
     L.check(listed == sd.size() && rest == data_bytes,
             "(a) the file is plain safetensors: every key, dtype and shape is in the JSON header, "
             "then the raw data");
-    L.check(bytes.find("Sequential") == std::string::npos &&
-                bytes.find("Linear") == std::string::npos,
-            "    it names no class: nothing in it says Sequential or Linear");
+    L.check(
+        bytes.find("Sequential") == std::string::npos && bytes.find("Linear") == std::string::npos,
+        "    it names no class: nothing in it says Sequential or Linear");
     // (b) the code changed: a new class with renamed submodules.
     gl::manual_seed(5);
     Classifier refactored;
@@ -254,13 +256,13 @@ int main() {
     nn::LoadResult report = gl::load(refactored, path, /*strict=*/false);
     std::cout << "strict=false report: missing_keys: " << join(report.missing_keys)
               << "\n                     unexpected_keys: " << join(report.unexpected_keys) << "\n";
-    L.check(report.missing_keys ==
-                    std::vector<std::string>{"encoder.weight", "encoder.bias", "classifier.weight",
-                                             "classifier.bias"} &&
-                report.unexpected_keys ==
-                    std::vector<std::string>{"0.weight", "0.bias", "2.weight", "2.bias"},
-            "(b) into a refactored class, strict=false reports exactly the renamed keys, missing "
-            "and unexpected");
+    L.check(
+        report.missing_keys == std::vector<std::string>{"encoder.weight", "encoder.bias",
+                                                        "classifier.weight", "classifier.bias"} &&
+            report.unexpected_keys ==
+                std::vector<std::string>{"0.weight", "0.bias", "2.weight", "2.bias"},
+        "(b) into a refactored class, strict=false reports exactly the renamed keys, missing "
+        "and unexpected");
     gl::StateDict renamed =
         io::remap_prefix(io::remap_prefix(gl::load(path), "0.", "encoder."), "2.", "classifier.");
     L.check(refactored->load_state_dict(renamed).ok() &&
