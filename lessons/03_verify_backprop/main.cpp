@@ -289,5 +289,106 @@ int main() {
     L.check(bad.taylor.ran && bad.taylor.order < 1.5,
             "its Taylor remainder shrinks at order " + fmt("%.2f", bad.taylor.order) +
                 " (1 means a wrong gradient; a right one gives 2)");
+
+    // -----------------------------------------------------------------------------------------
+    L.section("4. A custom masked loss: matmul, elementwise ops and where, checked three ways");
+    L.say(
+        "loss(W) = sum(where(mask, (X W - Y)², 0)) / count: a masked MSE, e.g. missing targets.\n"
+        "By hand: dloss/dW = 2 Xᵀ ((X W - Y) ⊙ mask) / count; masked-out entries give nothing.");
+    const int64_t M = 8, Din = 3, K = 2;
+    gl::Generator mgen(7);
+    const gl::Tensor Xm = gl::randn({M, Din}, f64, &mgen);
+    gl::Tensor Ym = gl::randn({M, K}, f64, &mgen);
+    const gl::Tensor mask = gl::rand({M, K}, f64, &mgen) > 0.35;  // bool: which targets count
+    const gl::Tensor Wm0 = gl::randn({Din, K}, f64, &mgen);
+    auto masked_loss = [&mask](const gl::Tensor& Xi, const gl::Tensor& Wi, const gl::Tensor& Yi) {
+      return gl::where(mask, (Xi.matmul(Wi) - Yi).pow(2), 0.0).sum() / mask.sum().to(gl::kFloat64);
+    };
+    // Autograd's gradient with respect to W (and to Y, to see the masked-out entries).
+    auto autograd_grads = [&](const gl::Tensor& Yi) {
+      gl::Tensor Wi = Wm0.detach().clone().requires_grad_(true);
+      gl::Tensor Yg = Yi.detach().clone().requires_grad_(true);
+      masked_loss(Xm, Wi, Yg).backward();
+      return std::pair{Wi.grad(), Yg.grad()};
+    };
+    // The hand gradient, with plain loops over plain vectors (no gradlab op involved).
+    const std::vector<double> xv = Xm.to_vector<double>(), wv = Wm0.to_vector<double>();
+    std::vector<bool> keep;
+    for (double v : mask.to(gl::kFloat64).to_vector<double>()) keep.push_back(v != 0.0);
+    auto hand_grad = [&](const std::vector<double>& yv, bool forget_mask) {
+      double count = 0;
+      for (bool k : keep) count += k ? 1 : 0;
+      std::vector<double> r(static_cast<size_t>(M * K)), gw(static_cast<size_t>(Din * K), 0.0);
+      for (int64_t n = 0; n < M; ++n)
+        for (int64_t k = 0; k < K; ++k) {
+          double s = -yv[n * K + k];
+          for (int64_t d = 0; d < Din; ++d) s += xv[n * Din + d] * wv[d * K + k];
+          r[n * K + k] = (forget_mask || keep[n * K + k]) ? s : 0.0;  // (X W - Y) ⊙ mask
+        }
+      for (int64_t d = 0; d < Din; ++d)
+        for (int64_t k = 0; k < K; ++k)
+          for (int64_t n = 0; n < M; ++n)
+            gw[d * K + k] += 2.0 * xv[n * Din + d] * r[n * K + k] / count;  // 2 Xᵀ R / count
+      return gw;
+    };
+    int64_t kept = 0, off = -1;  // off: the first masked-out entry of Y
+    for (size_t i = 0; i < keep.size(); ++i) {
+      kept += keep[i] ? 1 : 0;
+      if (!keep[i] && off < 0) off = static_cast<int64_t>(i);
+    }
+    std::cout << "X [8, 3], W [3, 2], Y [8, 2]; the mask keeps " << kept << " of " << M * K
+              << " targets\n";
+
+    // (a) gradcheck, float64, on W and X together.
+    auto mres = gradcheck(
+        gl::testing::TensorFn(
+            [&](const TensorList& in) { return TensorList{masked_loss(in[0], in[1], Ym)}; }),
+        {Xm.detach().clone().requires_grad_(true), Wm0.detach().clone().requires_grad_(true)},
+        GradcheckOptions().name("masked mse").raise_exception(false));
+    std::cout << mres.text();
+    L.check(mres.ok && mres.comparisons > 0,
+            "(a) gradcheck in float64 passes for the masked loss (with respect to X and W)");
+
+    // (b) the hand gradient against autograd's.
+    const std::vector<double> yv = Ym.to_vector<double>();
+    const auto [gW, gY] = autograd_grads(Ym);
+    const double herr = max_abs_diff(hand_grad(yv, false), gW.to_vector<double>());
+    std::cout << "largest |hand 2 Xᵀ((XW - Y) ⊙ mask)/count - autograd| = " << fmt("%.2e", herr)
+              << "\n";
+    L.check(herr < 1e-12, "(b) the hand-written gradient equals autograd's to 1e-12");
+
+    // (c) masked-out targets do not reach the gradient at all.
+    std::vector<double> gyv = gY.to_vector<double>();
+    bool y_zero = true, y_live = true;
+    for (size_t i = 0; i < keep.size(); ++i) {
+      if (!keep[i]) y_zero &= gyv[i] == 0.0;
+      if (keep[i]) y_live &= gyv[i] != 0.0;
+    }
+    L.check(off >= 0 && y_zero && y_live,
+            "(c) dloss/dY is exactly 0 at every masked-out target (and non-zero at the kept ones)");
+    std::vector<double> y2 = yv;
+    y2[static_cast<size_t>(off)] += 100.0;
+    const gl::Tensor Y2 = gl::from_vector(y2, Ym.sizes(), f64);
+    const auto gW2 = autograd_grads(Y2).first;
+    std::cout << "Y[" << off / K << ", " << off % K << "] is masked out; moving it by 100 changes "
+              << "dloss/dW by "
+              << fmt("%.1e", max_abs_diff(gW.to_vector<double>(), gW2.to_vector<double>())) << "\n";
+    L.check(gl::equal(gW, gW2), "    changing a masked-out target leaves dloss/dW bit-identical");
+    L.check(gl::equal(masked_loss(Xm, Wm0, Ym),
+                      (Xm.matmul(Wm0) - Ym).pow(2).masked_fill(gl::logical_not(mask), 0.0).sum() /
+                          mask.sum().to(gl::kFloat64)),
+            "    masked_fill(logical_not(mask), 0) gives the same loss as where(mask, ..., 0)");
+
+    // (d) a planted bug: the hand gradient without the mask.
+    const std::vector<double> nomask = hand_grad(yv, true);
+    const double berr = max_abs_diff(nomask, gW.to_vector<double>());
+    const double bshift = max_abs_diff(nomask, hand_grad(y2, true));
+    std::cout << "planted bug, hand gradient 2 Xᵀ(XW - Y)/count (mask forgotten): off by "
+              << fmt("%.2e", berr) << "; moving the masked-out target moves it by "
+              << fmt("%.2e", bshift) << "\n";
+    L.check(berr > 1e-3,
+            "(d) comparing with autograd catches the hand gradient that forgot the mask");
+    L.check(bshift > 1.0,
+            "    and so does the masked-out-target test: that gradient moves with it");
   });
 }

@@ -81,6 +81,27 @@ struct TrainerImpl : nn::Module {
 };
 GRADLAB_MODULE(Trainer);
 
+// The same network after a refactor: its own class, with named submodules instead of 0, 1, 2.
+struct ClassifierImpl : nn::Module {
+  nn::Linear encoder{nullptr}, classifier{nullptr};
+  nn::ReLU act{nullptr};
+  ClassifierImpl() {
+    encoder = register_module("encoder", nn::Linear(64, 128));
+    act = register_module("act", nn::ReLU());
+    classifier = register_module("classifier", nn::Linear(128, 10));
+  }
+  gl::Tensor forward(const gl::Tensor& x) {
+    return classifier->forward(act->forward(encoder->forward(x)));
+  }
+};
+GRADLAB_MODULE(Classifier);
+
+// "[128,64]" for a shape, as the safetensors header writes it.
+std::string json_shape(const gl::Tensor& t) {
+  std::string s = "[";
+  for (int64_t i = 0; i < t.dim(); ++i) s += (i ? "," : "") + std::to_string(t.size(i));
+  return s + "]";
+}
 }  // namespace
 
 int main() {
@@ -188,5 +209,68 @@ int main() {
             "io::strip_prefix(dict, \"model.\") loads it, with the trained accuracy");
     L.check(trainer->load_state_dict(io::add_prefix(model->state_dict(), "model.")).ok(),
             "and io::add_prefix goes the other way (io::remap_prefix(dict, from, to) does both)");
+
+    // ---------------------------------------------------------------------------------------
+    L.section("6. the whole model or its state_dict: the file holds data, not code");
+    L.say(
+        "PyTorch's torch.save(model) pickles the model object, which names its class by import\n"
+        "path: loading needs that code, unchanged. gradlab, like LibTorch's C++ API, has no\n"
+        "\"save the whole module\": gl::save(model, path) writes model->state_dict(), plain\n"
+        "name -> tensor. The code that builds the model stays yours; the file is data.");
+    // (a) a plain safetensors file, read here with the standard library only.
+    std::string bytes;
+    {
+      std::ifstream in(path, std::ios::binary);
+      bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; --i) hlen = (hlen << 8) | static_cast<unsigned char>(bytes.at(i));
+    std::string header;  // the JSON text without its whitespace (keys here have none)
+    for (char c : bytes.substr(8, hlen))
+      if (c != ' ' && c != '\n' && c != '\t' && c != '\r') header += c;
+    size_t listed = 0;
+    int64_t data_bytes = 0;
+    std::cout << "read without gradlab: 8-byte length " << hlen
+              << ", then a JSON header that lists\n";
+    for (const auto& [k, t] : sd) {
+      const std::string entry = "\"" + k + "\":{\"dtype\":\"F32\",\"shape\":" + json_shape(t);
+      const bool found = header.find(entry) != std::string::npos;
+      listed += found ? 1 : 0;
+      data_bytes += t.numel() * 4;
+      std::cout << "  " << std::left << std::setw(10) << k << "F32 " << json_shape(t)
+                << (found ? "" : "   (NOT in the header)") << "\n";
+    }
+    const int64_t rest = static_cast<int64_t>(bytes.size() - 8 - hlen);
+    std::cout << "then " << rest << " bytes of raw float32 data (sum of numel * 4 = " << data_bytes
+              << ")\n";
+    L.check(listed == sd.size() && rest == data_bytes,
+            "(a) the file is plain safetensors: every key, dtype and shape is in the JSON header, "
+            "then the raw data");
+    L.check(
+        bytes.find("Sequential") == std::string::npos && bytes.find("Linear") == std::string::npos,
+        "    it names no class: nothing in it says Sequential or Linear");
+    // (b) the code changed: a new class with renamed submodules.
+    gl::manual_seed(5);
+    Classifier refactored;
+    std::cout << "the refactored model's keys: " << join(refactored->state_dict().keys()) << "\n";
+    nn::LoadResult report = gl::load(refactored, path, /*strict=*/false);
+    std::cout << "strict=false report: missing_keys: " << join(report.missing_keys)
+              << "\n                     unexpected_keys: " << join(report.unexpected_keys) << "\n";
+    L.check(
+        report.missing_keys == std::vector<std::string>{"encoder.weight", "encoder.bias",
+                                                        "classifier.weight", "classifier.bias"} &&
+            report.unexpected_keys ==
+                std::vector<std::string>{"0.weight", "0.bias", "2.weight", "2.bias"},
+        "(b) into a refactored class, strict=false reports exactly the renamed keys, missing "
+        "and unexpected");
+    gl::StateDict renamed =
+        io::remap_prefix(io::remap_prefix(gl::load(path), "0.", "encoder."), "2.", "classifier.");
+    L.check(refactored->load_state_dict(renamed).ok() &&
+                gl::equal(refactored->forward(d.test.data()), model->forward(d.test.data())),
+            "    two prefix remaps (0. -> encoder., 2. -> classifier.) load it strictly, with "
+            "bit-identical outputs");
+    L.say(
+        "A pickled whole model would have needed the old class to load at all; the state_dict\n"
+        "needed only a rename of its keys (section 1: same code, it loads as it is).");
   });
 }
