@@ -2,7 +2,8 @@
 //
 // A custom Dataset, the digits data set, DataLoader batches and shuffling, random augmentations
 // that stay reproducible, and worker threads: why they help when getting a sample waits (disk,
-// network), what they do for CPU-bound transforms, and that they never change the batches.
+// network), what they do for CPU-bound transforms (0 to 8 of them against the core count), and
+// that they never change the batches. Last, batches cut by hand from one tensor against the loader.
 //
 // PyTorch lines are in the comments. gradlab's loader uses threads, not processes; every
 // sample gets its own random stream from (seed, epoch, index), so the worker count cannot
@@ -13,6 +14,7 @@
 #include <gradlab/gradlab.hpp>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -205,45 +207,86 @@ int main() {
                                std::this_thread::sleep_for(std::chrono::milliseconds(2));
                                return x;
                              }));
+    // 128 samples in 8 batches of 16: enough batches for 8 workers, and a short epoch.
     auto small_io =
-        std::make_shared<data::Subset>(slow_io, data::split_indices(1437, {256, 1181}, 1)[0]);
+        std::make_shared<data::Subset>(slow_io, data::split_indices(1437, {128, 1309}, 1)[0]);
+    const unsigned cores = std::thread::hardware_concurrency();
+    const std::vector<size_t> counts = {0, 1, 2, 4, 8};
+    std::cout << "hardware threads (std::thread::hardware_concurrency): " << cores << "\n";
     // NOTE: best of 3 interleaved epochs per worker count, so one slow moment of a loaded
-    // machine cannot decide the claim; 1.5x leaves a margin below the ideal 2x.
-    std::vector<Sweep> io_runs(3);
+    // machine cannot decide a claim; 1.5x leaves a margin below the ideal 2x.
+    std::map<size_t, Sweep> io_runs;
     for (int rep = 0; rep < 3; ++rep)
-      for (size_t w : {0, 1, 2}) {
+      for (size_t w : counts) {
         Sweep s = sweep(small_io, w);
         if (s.samples_per_s > io_runs[w].samples_per_s) io_runs[w] = std::move(s);
       }
-    for (size_t w : {0, 1, 2})
+    for (size_t w : counts)
       std::cout << "num_workers=" << w << ": " << std::fixed << std::setprecision(0)
-                << io_runs[w].samples_per_s << " samples/s (best of 3 epochs)\n";
+                << io_runs[w].samples_per_s << " samples/s (best of 3 epochs, "
+                << std::setprecision(2) << io_runs[w].samples_per_s / io_runs[0].samples_per_s
+                << "x)\n";
     const double io_speedup = io_runs[2].samples_per_s / io_runs[0].samples_per_s;
-    std::cout << std::setprecision(2) << "2 workers vs 0: " << io_speedup << "x\n";
+    std::cout << std::setprecision(2) << "2 workers vs 0: " << io_speedup
+              << "x, 4 vs 2: " << io_runs[4].samples_per_s / io_runs[2].samples_per_s
+              << "x, 8 vs 4: " << io_runs[8].samples_per_s / io_runs[4].samples_per_s << "x\n";
     L.check(io_speedup >= 1.5, "with waiting samples, 2 workers load at least 1.5x faster than 0");
-    L.check(same_batches(io_runs[0], io_runs[1]) && same_batches(io_runs[0], io_runs[2]),
-            "0, 1 and 2 workers give exactly the same batches in the same order");
+    L.check(io_runs[4].samples_per_s >= 1.5 * io_runs[2].samples_per_s,
+            "4 workers load at least 1.5x faster than 2");
+    L.check(io_runs[8].samples_per_s >= 1.5 * io_runs[4].samples_per_s,
+            "8 workers, more than this machine's cores, still load at least 1.5x faster than 4");
+    bool io_same = true;
+    for (size_t w : counts) io_same = io_same && same_batches(io_runs[0], io_runs[w]);
+    L.check(io_same, "0, 1, 2, 4 and 8 workers give exactly the same batches in the same order");
     L.say(
-        "1 worker alone is no faster than 0 here: it only overlaps loading with the training "
-        "step,\n"
-        "and this loop does no training. In a real loop, 1 worker hides loading behind compute.");
+        "Waiting needs no core, so the speed grows with the worker count past the cores; it stops\n"
+        "only when every batch of the epoch has its own worker (8 batches here) or the disk is "
+        "the\n"
+        "limit. 1 worker alone is no faster than 0: it only overlaps loading with the training\n"
+        "step, and this loop does no training. In a real loop, 1 worker hides loading behind "
+        "compute.");
 
     // ---------------------------------------------------------------------------------------
     L.section("5. workers: a CPU-bound transform");
-    const unsigned cores = std::thread::hardware_concurrency();
     L.say(
         "Now each sample costs real CPU time (repeated blurs). Threads can only speed this up "
         "when\n"
-        "cores are free: on an idle 2-core machine expect up to 2x; on a busy one, less.");
+        "cores are free: up to the core count on an idle machine, less on a busy one, and no\n"
+        "more past the core count: extra threads only take turns on the same cores.");
     auto cpu = std::make_shared<data::Subset>(data::map(train_ptr, tf::lambda(burn_cpu)),
                                               data::split_indices(1437, {256, 1181}, 1)[0]);
-    Sweep c0 = sweep(cpu, 0), c2 = sweep(cpu, 2);
-    std::cout << "hardware threads: " << cores << "\nnum_workers=0: " << std::setprecision(0)
-              << c0.samples_per_s << " samples/s\nnum_workers=2: " << c2.samples_per_s
-              << " samples/s  (" << std::setprecision(2) << c2.samples_per_s / c0.samples_per_s
-              << "x; measured, not checked: it depends on what else runs)\n";
-    L.check(same_batches(c0, c2),
-            "CPU-bound or not, the batches do not depend on the worker count");
+    std::map<size_t, Sweep> cpu_runs;  // best of 2 epochs per worker count
+    for (int rep = 0; rep < 2; ++rep)
+      for (size_t w : counts) {
+        Sweep s = sweep(cpu, w);
+        if (s.samples_per_s > cpu_runs[w].samples_per_s) cpu_runs[w] = std::move(s);
+      }
+    for (size_t w : counts)
+      std::cout << "num_workers=" << w << ": " << std::setprecision(0) << cpu_runs[w].samples_per_s
+                << " samples/s  (" << std::setprecision(2)
+                << cpu_runs[w].samples_per_s / cpu_runs[0].samples_per_s << "x; measured)\n";
+    // The largest swept count that fits the cores, and the best of the counts beyond them.
+    size_t at_cores = 1;
+    double beyond = 0;
+    for (size_t w : counts) {
+      if (w >= 1 && w <= cores) at_cores = w;
+      if (w > cores) beyond = std::max(beyond, cpu_runs[w].samples_per_s);
+    }
+    if (beyond > 0) {
+      std::cout << "best beyond " << cores << " cores vs " << at_cores
+                << " workers: " << beyond / cpu_runs[at_cores].samples_per_s << "x\n";
+      // NOTE: ideal 1x; 2x is generous (a busy machine gives more threads a larger share), and
+      // still below the 4x the same counts gave the sleeping data set above.
+      L.check(beyond < 2.0 * cpu_runs[at_cores].samples_per_s,
+              "CPU-bound: more workers than cores give less than 2x over " +
+                  std::to_string(at_cores) + " workers (the I/O data set gained ~4x from 2 to 8)");
+    } else {
+      std::cout << "this machine has " << cores
+                << " hardware threads, at least the largest count swept: no count is beyond them\n";
+    }
+    bool cpu_same = true;
+    for (size_t w : counts) cpu_same = cpu_same && same_batches(cpu_runs[0], cpu_runs[w]);
+    L.check(cpu_same, "CPU-bound or not, the batches do not depend on the worker count");
 
     // ---------------------------------------------------------------------------------------
     L.section("6. an error inside a worker");
@@ -280,5 +323,64 @@ int main() {
     L.check(next_here.indices == next_there.indices && gl::equal(next_here.data, next_there.data),
             "a new loader given that state continues with the same next batch (lesson 10 builds on "
             "it)");
+
+    // ---------------------------------------------------------------------------------------
+    L.section("8. by hand: the whole set in memory, sliced into batches, against a DataLoader");
+    L.say(
+        "With every sample already in one tensor, batches can be cut by hand:\n"
+        "  for (s = 0; s < n; s += 64) { x.narrow(0, s, min(64, n - s)); ... }\n"
+        "For the same order, that gives exactly the DataLoader's batches. What the loader adds:\n"
+        "a seeded shuffle per epoch, the short last batch or drop_last, a collate function, and\n"
+        "workers (sections 4-5) for data that does not fit in memory or needs work per sample.");
+    const gl::Tensor all_x = train.data(), all_y = train.targets();
+    const int64_t n = all_x.size(0);
+    std::vector<data::Batch> by_hand;
+    for (int64_t s0 = 0; s0 < n; s0 += 64) {
+      const int64_t len = std::min<int64_t>(64, n - s0);
+      by_hand.push_back({all_x.narrow(0, s0, len), all_y.narrow(0, s0, len), {}});
+    }
+    data::DataLoader plain(train_ptr, data::DataLoaderOptions(64));
+    std::vector<data::Batch> loaded;
+    for (auto& b : plain) loaded.push_back(b);
+    bool same_plain = by_hand.size() == loaded.size();
+    for (size_t i = 0; same_plain && i < by_hand.size(); ++i)
+      same_plain = gl::equal(by_hand[i].data, loaded[i].data) &&
+                   gl::equal(by_hand[i].target, loaded[i].target);
+    std::cout << "by hand: " << by_hand.size() << " batches, the last of "
+              << by_hand.back().data.size(0) << "; DataLoader(64): " << loaded.size()
+              << " batches, the last of " << loaded.back().size() << "\n";
+    L.check(same_plain && by_hand.back().data.size(0) == 29 && loaded.back().size() == 29,
+            "in order, hand slicing and the DataLoader give the same 23 batches, the last one "
+            "short (1437 = 22 * 64 + 29)");
+    // Shuffling is only an order of indices: cut the loader's epoch-0 order by hand.
+    data::DataLoader shuffled(train_ptr, data::DataLoaderOptions(64).shuffle(true).seed(42));
+    bool same_shuffled = true;
+    size_t k8 = 0;
+    for (auto& b : shuffled) {
+      const gl::Tensor idx = gl::from_vector(b.indices, {b.size()});
+      same_shuffled = same_shuffled && gl::equal(all_x.index_select(0, idx), b.data) &&
+                      gl::equal(all_y.index_select(0, idx), b.target);
+      ++k8;
+    }
+    L.check(same_shuffled && k8 == 23,
+            "shuffle(true).seed(42): x.index_select(0, batch.indices) by hand is each shuffled "
+            "batch");
+    int64_t full_by_hand = 0;  // for (s = 0; s + 64 <= n; s += 64): the drop_last loop
+    for (int64_t s0 = 0; s0 + 64 <= n; s0 += 64) ++full_by_hand;
+    data::DataLoader dropped(train_ptr, data::DataLoaderOptions(64).drop_last(true));
+    L.check(full_by_hand == 22 && dropped.size() == 22,
+            "drop_last(true) is the hand loop 's + 64 <= n': 22 batches, the 29 left over unused");
+    // collate_fn: flatten each image to 64 features while batching.
+    data::DataLoader flat(train_ptr,
+                          data::DataLoaderOptions(64).collate([](std::vector<data::Example<>>& v) {
+                            data::Batch b = data::stack_collate(v);
+                            b.data = b.data.flatten(1);
+                            return b;
+                          }));
+    const data::Batch fb = *flat.begin();
+    std::cout << "with a collate that flattens: data " << gl::shape_str(fb.data.sizes()) << "\n";
+    L.check(fb.data.sizes() == gl::Shape{64, 64} &&
+                gl::equal(fb.data, all_x.narrow(0, 0, 64).flatten(1)),
+            "a collate function shapes the batch: [64, 64], the hand-cut batch flattened");
   });
 }

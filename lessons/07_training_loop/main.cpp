@@ -5,6 +5,8 @@
 // accumulate, a stale step one batch behind, clipping that clips nothing, a step with no
 // gradients. Then gradient accumulation over micro-batches (equal to one big batch), a watch on
 // the gradient norm, and the digits MLP (64-128-10) trained to >= 95% test accuracy.
+// Every batch comes from a data::DataLoader (lesson 05): in order for the comparisons, shuffled
+// with a seed for the training; none is sliced by hand.
 
 #include <algorithm>
 #include <cmath>
@@ -65,7 +67,9 @@ int main() {
   lesson::Lesson L("07", "the training loop");
   return L.run([&] {
     // -------------------------------------------------------------------------------------------
-    L.section("1. data: the digits, split with a seed, standardized with training statistics");
+    L.section(
+        "1. data: the digits, split with a seed, standardized with training statistics, batched "
+        "by a DataLoader");
     // train_test_split(load_digits(), 360, seed 0), then x = (x - mean) / std per pixel, with mean
     // and std from the training rows only (the test set must not leak into them)
     const gl::data::DigitsSplit digits = gl::data::load_digits_split();
@@ -82,11 +86,25 @@ int main() {
         "every standardized training pixel has mean 0 (test pixels use the same shift and scale)");
 
     nn::CrossEntropyLoss criterion;
-    const gl::Tensor xb1 = d.x_train.narrow(0, 0, 64), yb1 = d.y_train.narrow(0, 0, 64);
-    const gl::Tensor xb2 = d.x_train.narrow(0, 64, 64), yb2 = d.y_train.narrow(0, 64, 64);
-    const gl::Tensor xb3 = d.x_train.narrow(0, 128, 64), yb3 = d.y_train.narrow(0, 128, 64);
-    const std::vector<std::pair<gl::Tensor, gl::Tensor>> batches = {
-        {xb1, yb1}, {xb2, yb2}, {xb3, yb3}};
+    // Every batch below comes from a DataLoader (lesson 05). Without shuffle it hands out the
+    // rows in order, so each wrong order of sections 3a-3e sees the very same batches.
+    // DataLoader(TensorDataset(x_train, y_train), batch_size=64)
+    const auto train_set = std::make_shared<gl::data::TensorDataset>(d.x_train, d.y_train);
+    gl::data::DataLoader in_order(train_set, gl::data::DataLoaderOptions(64));
+    std::vector<std::pair<gl::Tensor, gl::Tensor>> batches;  // the first three, kept
+    for (gl::data::Batch& b : in_order) {
+      batches.emplace_back(b.data, b.target);
+      if (batches.size() == 3) break;
+    }
+    const gl::Tensor xb1 = batches[0].first, yb1 = batches[0].second;
+    const gl::Tensor xb2 = batches[1].first, yb2 = batches[1].second;
+    L.say(
+        "batches: DataLoader(train, 64) without shuffle; its first three are fixed for the "
+        "comparisons");
+    L.check(gl::equal(batches[2].first, d.x_train.narrow(0, 128, 64)) &&
+                gl::equal(batches[2].second, d.y_train.narrow(0, 128, 64)),
+            "without shuffle, loader batch k holds training rows 64k .. 64k + 63 (batch 3: rows "
+            "128 .. 191)");
     const double lr = 0.1;
 
     // -------------------------------------------------------------------------------------------
@@ -161,9 +179,12 @@ int main() {
         nn::Sequential m = make_mlp(2);
         optim::SGD o(m->parameters(), optim::SGDOptions(0.05).momentum(0.9));
         double last_norm = 0;
-        for (int64_t s = 0; s + 64 <= d.x_train.size(0); s += 64) {
+        // the 22 full batches in order (drop_last: the short 23rd is left out)
+        gl::data::DataLoader epoch_loader(train_set,
+                                          gl::data::DataLoaderOptions(64).drop_last(true));
+        for (gl::data::Batch& b : epoch_loader) {
           if (zero) o.zero_grad();
-          criterion(m(d.x_train.narrow(0, s, 64)), d.y_train.narrow(0, s, 64)).backward();
+          criterion(m(b.data), b.target).backward();
           last_norm = nn::utils::grad_norm(m->parameters());
           o.step();
         }
@@ -271,10 +292,12 @@ int main() {
       ob.step();
       oa.zero_grad();
       os.zero_grad();
-      for (int k = 0; k < 4; ++k) {
-        const gl::Tensor x = xb1.narrow(0, 16 * k, 16), y = yb1.narrow(0, 16 * k, 16);
-        (criterion(acc(x), y) / 4.0).backward();  // each micro-batch mean, scaled by 1/4
-        criterion(sum_only(x), y).backward();     // forgot the 1/4
+      // the micro-batches: a loader of batch size 16 over the 64 samples of batch 1
+      gl::data::DataLoader micro(gl::data::TensorDataset(xb1, yb1),
+                                 gl::data::DataLoaderOptions(16));
+      for (gl::data::Batch& mb : micro) {
+        (criterion(acc(mb.data), mb.target) / 4.0).backward();  // each micro-batch mean, / 4
+        criterion(sum_only(mb.data), mb.target).backward();     // forgot the 1/4
       }
       oa.step();
       os.step();
@@ -296,10 +319,12 @@ int main() {
       gl::train::History h;
       int64_t fired = -1;
       double baseline = 0;
-      for (int64_t s = 0; s < 20 && fired < 0; ++s) {
-        const int64_t at = (s * 64) % 1408;
+      gl::data::DataLoader watch_loader(train_set, gl::data::DataLoaderOptions(64));
+      int64_t s = 0;
+      for (gl::data::Batch& b : watch_loader) {
+        if (s >= 20 || fired >= 0) break;
         o.zero_grad();
-        gl::Tensor l = criterion(m(d.x_train.narrow(0, at, 64)), d.y_train.narrow(0, at, 64));
+        gl::Tensor l = criterion(m(b.data), b.target);
         l.backward();
         const double gn = nn::utils::grad_norm(m->parameters());
         h.add({0, s, l.item<double>(), gn, 3.0});
@@ -308,6 +333,7 @@ int main() {
         else if (!std::isfinite(gn) || gn > 10 * baseline)
           fired = s;  // the watch
         o.step();
+        ++s;
       }
       for (const auto& r : h.records()) std::cout << "  " << r << "\n";
       std::cout << "watch: |grad| > 10x the largest of the first 3 steps (" << fmt(baseline)
