@@ -99,7 +99,10 @@ GRADLAB_MODULE(Classifier);
 // "[128,64]" for a shape, as the safetensors header writes it.
 std::string json_shape(const gl::Tensor& t) {
   std::string s = "[";
-  for (int64_t i = 0; i < t.dim(); ++i) s += (i ? "," : "") + std::to_string(t.size(i));
+  for (int64_t i = 0; i < t.dim(); ++i) {
+    if (i) s += ',';  // NOTE: not `(i ? "," : "") + to_string(...)`: GCC 12 warns -Wrestrict there
+    s += std::to_string(t.size(i));
+  }
   return s + "]";
 }
 }  // namespace
