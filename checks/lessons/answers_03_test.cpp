@@ -135,7 +135,13 @@ TEST(Lesson03Answers, Exercise3OnePlusASquaredStillBlamesW1b1) {
   std::cout << rep.text();
   EXPECT_FALSE(rep.ok);
   ASSERT_FALSE(rep.failures.empty());
-  for (const auto& fl : rep.failures) EXPECT_LE(fl.input, 1);  // only W1 / b1
+  bool b1_fails = false;
+  for (const auto& fl : rep.failures) {
+    EXPECT_LE(fl.input, 1);  // only W1 / b1
+    b1_fails |= fl.input == 1;
+  }
+  EXPECT_TRUE(b1_fails);
+  EXPECT_EQ(rep.failures.front().input, 0);  // the worst entry is in W1
   EXPECT_TRUE(rep.taylor.ran);
   EXPECT_LT(rep.taylor.order, 1.5);  // first order: a wrong gradient
   std::cout << "taylor order " << rep.taylor.order << "\n";
