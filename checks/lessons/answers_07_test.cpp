@@ -1,10 +1,10 @@
 // Lesson 07 exercise answers: each TEST asserts the claim its answer in
 // lessons/07_training_loop/README.md makes.
-#include <gradlab/gradlab.hpp>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <gradlab/gradlab.hpp>
 #include <iostream>
 #include <numbers>
 #include <vector>
@@ -102,12 +102,12 @@ TEST(Lesson07Answers, Exercise1AdamWPasses95PercentAfterSixEpochs) {
     if (accs2[e] > 0.95 && first95s < 0) first95s = static_cast<int>(e) + 1;
   for (const auto& r : h2.records()) max_norm2 = std::max(max_norm2, r.grad_norm);
   std::cout << "SGD: first epoch > 95%: " << first95s << ", max grad norm " << max_norm2 << "\n";
-  EXPECT_EQ(first95, 6);             // AdamW(1e-3): test accuracy first above 95% after epoch 6
-  EXPECT_EQ(first95s, 2);            // the lesson's SGD + momentum: after epoch 2
-  EXPECT_GE(accs.back(), 0.97);      // AdamW ends at 97.8%
-  EXPECT_LT(max_norm, 5.0);          // clipping at 5.0 never activates (largest norm 1.31)
-  EXPECT_LT(max_norm2, 5.0);         // nor with SGD (1.36)
-  EXPECT_EQ(max_lr, 1e-3);           // eta_min 0.001 = AdamW's lr: the cosine schedule is flat
+  EXPECT_EQ(first95, 6);         // AdamW(1e-3): test accuracy first above 95% after epoch 6
+  EXPECT_EQ(first95s, 2);        // the lesson's SGD + momentum: after epoch 2
+  EXPECT_GE(accs.back(), 0.97);  // AdamW ends at 97.8%
+  EXPECT_LT(max_norm, 5.0);      // clipping at 5.0 never activates (largest norm 1.31)
+  EXPECT_LT(max_norm2, 5.0);     // nor with SGD (1.36)
+  EXPECT_EQ(max_lr, 1e-3);       // eta_min 0.001 = AdamW's lr: the cosine schedule is flat
   EXPECT_EQ(min_lr, 1e-3);
 }
 
@@ -117,7 +117,8 @@ TEST(Lesson07Answers, Exercise2UnequalMicroBatchesScaleBySize) {
   nn::CrossEntropyLoss criterion;
   nn::Sequential big = make_mlp(3), acc = make_mlp(3), third = make_mlp(3);
   optim::SGD ob(big->parameters(), optim::SGDOptions(0.1)),
-      oa(acc->parameters(), optim::SGDOptions(0.1)), ot(third->parameters(), optim::SGDOptions(0.1));
+      oa(acc->parameters(), optim::SGDOptions(0.1)),
+      ot(third->parameters(), optim::SGDOptions(0.1));
   ob.zero_grad();
   criterion(big(xb1), yb1).backward();
   ob.step();
@@ -150,9 +151,9 @@ struct WatchResult {
 WatchResult watched_epoch(nn::Sequential& m, optim::SGD& o) {
   const auto& d = digits();
   nn::CrossEntropyLoss criterion;
-  gl::data::DataLoader loader(std::make_shared<gl::data::TensorDataset>(d.train.data(),
-                                                                       d.train.targets()),
-                              gl::data::DataLoaderOptions(64));
+  gl::data::DataLoader loader(
+      std::make_shared<gl::data::TensorDataset>(d.train.data(), d.train.targets()),
+      gl::data::DataLoaderOptions(64));
   double baseline = 0;
   int64_t s = 0;
   WatchResult r;
@@ -233,14 +234,17 @@ TEST(Lesson07Answers, Exercise4WhereTheCosineShows) {
   }
   // The lr column: one value per epoch (a staircase), the cosine's, flat at both ends.
   for (const auto& r : h.records())
-    EXPECT_NEAR(r.lr, 0.001 + 0.049 * (1 + std::cos(std::numbers::pi * static_cast<double>(r.epoch) / 20)) / 2,
-                1e-12);
+    EXPECT_NEAR(
+        r.lr,
+        0.001 + 0.049 * (1 + std::cos(std::numbers::pi * static_cast<double>(r.epoch) / 20)) / 2,
+        1e-12);
   EXPECT_EQ(h.records().front().lr, 0.05);
   EXPECT_LT(h.records().back().lr, 0.0014);
   // The loss: it still falls by almost half from epoch 6 to epoch 10 (lr near 0.04-0.03)...
   EXPECT_LT(h.mean_loss(9), 0.6 * h.mean_loss(5));
   // ...and is flat in the last five epochs, where the lr is under 0.01.
   double lo = 1e9, hi = 0;
-  for (int64_t e = 15; e < 20; ++e) lo = std::min(lo, h.mean_loss(e)), hi = std::max(hi, h.mean_loss(e));
+  for (int64_t e = 15; e < 20; ++e)
+    lo = std::min(lo, h.mean_loss(e)), hi = std::max(hi, h.mean_loss(e));
   EXPECT_LT(hi / lo, 1.05);
 }

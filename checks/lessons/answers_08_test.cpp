@@ -1,10 +1,10 @@
 // Lesson 08 exercise answers: each TEST asserts the claim its answer in
 // lessons/08_train_eval_modes/README.md makes.
-#include <gradlab/gradlab.hpp>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <gradlab/gradlab.hpp>
 #include <iostream>
 #include <optional>
 #include <vector>
@@ -34,11 +34,11 @@ nn::Sequential trained(std::optional<double> momentum = 0.1, bool with_bn = true
   const auto& d = digits();
   gl::manual_seed(0);
   nn::Sequential model =
-      with_bn ? nn::Sequential(nn::Linear(64, 128),
-                               nn::BatchNorm1d(nn::BatchNormOptions(128).momentum(momentum)),
-                               nn::ReLU(), nn::Dropout(0.3), nn::Linear(128, 10))
-              : nn::Sequential(nn::Linear(64, 128), nn::ReLU(), nn::Dropout(0.3),
-                               nn::Linear(128, 10));
+      with_bn
+          ? nn::Sequential(nn::Linear(64, 128),
+                           nn::BatchNorm1d(nn::BatchNormOptions(128).momentum(momentum)),
+                           nn::ReLU(), nn::Dropout(0.3), nn::Linear(128, 10))
+          : nn::Sequential(nn::Linear(64, 128), nn::ReLU(), nn::Dropout(0.3), nn::Linear(128, 10));
   gl::optim::SGD opt(model->parameters(), gl::optim::SGDOptions(0.05).momentum(0.9));
   nn::CrossEntropyLoss criterion;
   gl::data::DataLoader loader(
@@ -79,12 +79,12 @@ TEST(Lesson08Answers, Exercise1NoisyStatisticsVersusDropout) {
             << "; BN train only: 16 " << bn16 << ", 360 " << bn360 << "; Dropout only " << drop
             << "\n";
   EXPECT_DOUBLE_EQ(eval, 0.975);
-  EXPECT_LT(both16, eval - 0.015);          // the lesson's bug: about 2.8 points lower
-  EXPECT_GT(bn16, both16);                  // Dropout off: part of the drop is gone...
-  EXPECT_LT(bn16, eval - 0.005);            // ...noisy batch-16 statistics still cost ~1 point
-  EXPECT_GE(bn360, eval);                   // batch statistics of 360 cost nothing
-  EXPECT_LT(drop, eval - 0.003);            // Dropout alone costs ~0.8 points
-  EXPECT_LT(both360, eval - 0.003);         // at 360 the drop left is Dropout's
+  EXPECT_LT(both16, eval - 0.015);   // the lesson's bug: about 2.8 points lower
+  EXPECT_GT(bn16, both16);           // Dropout off: part of the drop is gone...
+  EXPECT_LT(bn16, eval - 0.005);     // ...noisy batch-16 statistics still cost ~1 point
+  EXPECT_GE(bn360, eval);            // batch statistics of 360 cost nothing
+  EXPECT_LT(drop, eval - 0.003);     // Dropout alone costs ~0.8 points
+  EXPECT_LT(both360, eval - 0.003);  // at 360 the drop left is Dropout's
   EXPECT_GT(both360, both16);
 }
 
@@ -152,15 +152,16 @@ TEST(Lesson08Answers, Exercise3MemoryPerLayer) {
     model->eval();
     const auto saved = saved_per_layer_kib(model, big);
     std::cout << (with_bn ? "with BN:" : "without BN:");
-    for (size_t k = 0; k < saved.size(); ++k) std::cout << " " << model->ptr(k)->name() << " " << saved[k];
+    for (size_t k = 0; k < saved.size(); ++k)
+      std::cout << " " << model->ptr(k)->name() << " " << saved[k];
     std::cout << " | held grad " << held_after(model, model->size(), big, true) / 1024.0
               << " KiB, nograd " << held_after(model, model->size(), big, false) / 1024.0 << "\n";
     const double act = 2880.0 * 128 * 4 / 1024;  // one hidden activation: 1440 KiB
     const size_t last = model->size() - 1;
-    EXPECT_NEAR(saved[last], act, 1.0);             // the last Linear keeps its input
-    EXPECT_NEAR(saved[0], 0.0, 1.0);                // the first Linear's input is alive anyway
+    EXPECT_NEAR(saved[last], act, 1.0);  // the last Linear keeps its input
+    EXPECT_NEAR(saved[0], 0.0, 1.0);     // the first Linear's input is alive anyway
     if (with_bn) {
-      EXPECT_NEAR(saved[1], act, 2.0);              // BatchNorm keeps another activation
+      EXPECT_NEAR(saved[1], act, 2.0);  // BatchNorm keeps another activation
     }
     for (size_t k = 0; k < last; ++k) EXPECT_LE(saved[k], saved[last] + 1.0);
     EXPECT_NEAR(static_cast<double>(held_after(model, model->size(), big, true)) / 1024,
@@ -176,14 +177,18 @@ TEST(Lesson08Answers, Exercise4EvalWithoutNoGrad) {
   const gl::Tensor big = gl::cat({x, x, x, x, x, x, x, x});
   gl::Tensor with_grad, without;
   {
-    without = [&] { gl::NoGradGuard g; return model(big); }();
+    without = [&] {
+      gl::NoGradGuard g;
+      return model(big);
+    }();
   }
   with_grad = model(big);
-  std::cout << "equal " << gl::equal(with_grad, without) << ", grad_fn " << (with_grad.grad_fn() != nullptr) << "\n";
+  std::cout << "equal " << gl::equal(with_grad, without) << ", grad_fn "
+            << (with_grad.grad_fn() != nullptr) << "\n";
   const std::size_t hg = held_after(model, model->size(), big, true),
                     hn = held_after(model, model->size(), big, false);
   std::cout << "held " << hg / 1024.0 << " vs " << hn / 1024.0 << " KiB\n";
   EXPECT_TRUE(gl::equal(with_grad, without));  // the same output, bit for bit
   EXPECT_TRUE(with_grad.grad_fn() != nullptr && without.grad_fn() == nullptr);
-  EXPECT_GT(hg, 20 * hn);                       // 2993 KiB against 112.5 KiB
+  EXPECT_GT(hg, 20 * hn);  // 2993 KiB against 112.5 KiB
 }
