@@ -141,9 +141,9 @@ TEST(Lesson07Answers, Exercise2UnequalMicroBatchesScaleBySize) {
 
 namespace {
 
-// Section 5's run (lr, momentum 0.9, seed 4, loader of 64 in order) for one epoch with the watch
-// as a function: returns the step at which it fired, or -1. `restart` = from the same initial
-// weights each time.
+// One epoch of section 5's loop (loader of 64 in order) on model `m` with optimizer `o`, the
+// watch turned into a stop: returns the step at which it fired (that step is not applied), or -1,
+// and the test accuracy where it stopped.
 struct WatchResult {
   int64_t fired = -1;
   double accuracy = 0;
