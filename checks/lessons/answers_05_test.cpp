@@ -1,0 +1,160 @@
+// Lesson 05 exercise answers: each TEST asserts the claim its answer in
+// lessons/05_data_loading/README.md makes.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <gradlab/gradlab.hpp>
+#include <iostream>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace gl = gradlab;
+namespace data = gradlab::data;
+namespace tf = gradlab::data::transforms;
+
+namespace {
+
+std::shared_ptr<data::TensorDataset> digits_train() {
+  static auto train = [] {
+    data::TensorDataset digits = data::load_digits();
+    auto split = data::train_test_split(digits, 360, /*seed=*/0);
+    return std::make_shared<data::TensorDataset>(split.first);
+  }();
+  return train;
+}
+
+// Best samples/s of `reps` epochs with batches of 16 (the lesson's sweep).
+double speed(const std::shared_ptr<data::Dataset>& ds, size_t workers, int reps = 3) {
+  double best = 0;
+  for (int r = 0; r < reps; ++r) {
+    data::DataLoader loader(ds,
+                            data::DataLoaderOptions(16).shuffle(true).seed(5).num_workers(workers));
+    const auto t0 = std::chrono::steady_clock::now();
+    for (auto& b : loader) (void)b;
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    best = std::max(best, static_cast<double>(ds->size()) / s);
+  }
+  return best;
+}
+
+std::shared_ptr<data::Dataset> sleeping(size_t n, int ms) {
+  auto slow = data::map(digits_train(), tf::lambda([ms](const gl::Tensor& x) {
+                          if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+                          return x;
+                        }));
+  return std::make_shared<data::Subset>(slow, data::split_indices(1437, {n, 1437 - n}, 1)[0]);
+}
+
+}  // namespace
+
+TEST(Lesson05Answers, Exercise1NoSleepNoSpeedup) {
+  auto ds = sleeping(128, 0);
+  const double s0 = speed(ds, 0), s2 = speed(ds, 2), s8 = speed(ds, 8);
+  std::cout << "sleep 0: 0 workers " << s0 << " samples/s, 2: " << s2 << ", 8: " << s8 << "\n";
+  EXPECT_LT(s2, 1.5 * s0);
+  EXPECT_LT(s8, 1.5 * s0);
+}
+
+TEST(Lesson05Answers, Exercise2WorkersPastTheBatchCountGainNothing) {
+  auto big = sleeping(256, 2);  // 16 batches
+  const double b8 = speed(big, 8, 2), b16 = speed(big, 16, 2);
+  auto small = sleeping(64, 2);  // 4 batches
+  const double s4 = speed(small, 4), s8 = speed(small, 8);
+  std::cout << "256 samples: 16 vs 8 workers " << b16 / b8 << "x; 64 samples: 8 vs 4 " << s8 / s4
+            << "x\n";
+  EXPECT_GT(b16, 1.4 * b8);
+  EXPECT_LT(s8, 1.3 * s4);
+}
+
+TEST(Lesson05Answers, Exercise3SharedGeneratorBreaksReproducibility) {
+  auto train = digits_train();
+  auto noisy_shared = [&] {
+    auto gen = std::make_shared<gl::Generator>(7);
+    auto mu = std::make_shared<std::mutex>();
+    return data::map(train, tf::lambda([gen, mu](const gl::Tensor& x) {
+                       std::this_thread::sleep_for(std::chrono::microseconds(200));
+                       std::lock_guard<std::mutex> lock(*mu);  // Generator is not thread-safe
+                       return x + 0.05 * gl::randn(x.sizes(), {}, gen.get());
+                     }));
+  };
+  auto first_batch = [&](size_t workers) {
+    data::DataLoader l(noisy_shared(),
+                       data::DataLoaderOptions(64).shuffle(true).seed(42).num_workers(workers));
+    return *l.begin();
+  };
+  const data::Batch a = first_batch(0), a_again = first_batch(0), b = first_batch(2);
+  EXPECT_TRUE(gl::equal(a.data, a_again.data));  // 0 workers: one fixed order of draws
+  EXPECT_EQ(a.indices, b.indices);               // same samples...
+  EXPECT_FALSE(gl::equal(a.data, b.data));       // ...other noise: draws interleave
+}
+
+TEST(Lesson05Answers, Exercise4CsvLinePerGetParsesWholeFileEachTime) {
+  const auto path = std::filesystem::temp_directory_path() / "gradlab_answers05.csv";
+  {
+    std::ofstream f(path);
+    for (int r = 0; r < 300; ++r) {
+      for (int c = 0; c < 64; ++c) f << (r * 7 + c) % 17 << ",";
+      f << r % 10 << "\n";
+    }
+  }
+  struct LinePerGet : data::Dataset {
+    std::filesystem::path p;
+    explicit LinePerGet(std::filesystem::path q) : p(std::move(q)) {}
+    data::Example<> get(size_t i) override {
+      data::CsvTable t = data::read_csv(p);  // reads (and parses) the whole file every time
+      gl::Tensor row = t.values[static_cast<int64_t>(i)];
+      return {row.narrow(0, 0, 64).to(gl::kFloat32), row[64].to(gl::kInt64)};
+    }
+    size_t size() const override { return 300; }
+  };
+  LinePerGet lazy(path);
+  const auto t0 = std::chrono::steady_clock::now();
+  data::CsvDataset once(path);
+  for (size_t i = 0; i < once.size(); ++i) (void)once.get(i);
+  const auto t2 = std::chrono::steady_clock::now();
+  std::vector<data::Example<>> ex;
+  for (size_t i = 0; i < lazy.size(); ++i) ex.push_back(lazy.get(i));
+  const auto t3 = std::chrono::steady_clock::now();
+  const double t_once = std::chrono::duration<double>(t2 - t0).count();
+  const double t_lazy = std::chrono::duration<double>(t3 - t2).count();
+  std::cout << "CsvDataset (read once + 300 gets): " << t_once * 1e3
+            << " ms; read_csv per get: " << t_lazy * 1e3 << " ms (" << t_lazy / t_once << "x)\n";
+  for (size_t i : {size_t{0}, size_t{123}, size_t{299}}) {
+    EXPECT_TRUE(gl::equal(ex[i].data, once.get(i).data));
+    EXPECT_TRUE(gl::equal(ex[i].target, once.get(i).target));
+  }
+  EXPECT_GT(t_lazy, 20 * t_once);
+  std::filesystem::remove(path);
+}
+
+TEST(Lesson05Answers, Exercise5TwoRanksSeeEverySampleOnce) {
+  auto train = digits_train();  // 1437 samples: odd, so one index is repeated as padding
+  for (uint64_t epoch : {0u, 1u}) {
+    std::vector<int64_t> all;
+    std::vector<size_t> per_rank;
+    for (int64_t rank : {0, 1}) {
+      data::DataLoader l(train, data::DataLoaderOptions(64).seed(42).sampler(
+                                    std::make_shared<data::DistributedSampler>(rank, 2)));
+      l.set_epoch(epoch);
+      size_t n = 0;
+      for (auto& b : l) {
+        all.insert(all.end(), b.indices.begin(), b.indices.end());
+        n += b.indices.size();
+      }
+      per_rank.push_back(n);
+    }
+    EXPECT_EQ(per_rank, (std::vector<size_t>{719, 719}));
+    std::sort(all.begin(), all.end());
+    const size_t total = all.size();
+    all.erase(std::unique(all.begin(), all.end()), all.end());
+    EXPECT_EQ(total, 1438u);
+    EXPECT_EQ(all.size(), 1437u);  // every sample, one of them twice
+    EXPECT_EQ(all.front(), 0);
+    EXPECT_EQ(all.back(), 1436);
+  }
+}
