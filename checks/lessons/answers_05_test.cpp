@@ -1,5 +1,6 @@
 // Lesson 05 exercise answers: each TEST asserts the claim its answer in
 // lessons/05_data_loading/README.md makes.
+#include <unistd.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -94,7 +95,7 @@ TEST(Lesson05Answers, Exercise3SharedGeneratorBreaksReproducibility) {
 }
 
 TEST(Lesson05Answers, Exercise4CsvLinePerGetParsesWholeFileEachTime) {
-  const auto path = std::filesystem::temp_directory_path() / "gradlab_answers05.csv";
+  const auto path = std::filesystem::temp_directory_path() / ("gradlab_answers05_" + std::to_string(::getpid()) + ".csv");
   {
     std::ofstream f(path);
     for (int r = 0; r < 300; ++r) {

@@ -1,5 +1,6 @@
 // Answers to the exercises of lesson 09 (state_dict), each claim checked.
 
+#include <unistd.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -21,7 +22,7 @@ nn::Sequential mlp(int64_t hidden = 128) {
 }
 
 fs::path scratch(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / "gradlab_answers_09";
+  const fs::path dir = fs::temp_directory_path() / ("gradlab_answers_09_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   return dir / name;
 }

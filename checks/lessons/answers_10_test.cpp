@@ -132,7 +132,7 @@ const TrainRun& reference() {
 }
 
 fs::path scratch(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / "gradlab_answers_10" / name;
+  const fs::path dir = fs::temp_directory_path() / ("gradlab_answers_10_" + std::to_string(::getpid())) / name;
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
@@ -174,7 +174,7 @@ TEST(Lesson10Answers, Exercise1MostOfTheDivergenceIsAdamsMoments) {
 }
 
 TEST(Lesson10Answers, Exercise2CheckpointAtEpochEnd) {
-  const TrainRun& ref = reference();
+  const TrainRun& ref = reference();  // the uninterrupted run
   TrainRun first(42);
   first.train_until(23);
   const io::Checkpoint c = first.checkpoint();
@@ -188,9 +188,9 @@ TEST(Lesson10Answers, Exercise2CheckpointAtEpochEnd) {
   resumed.train_until(24);  // begin() sees position 23 of 23: epoch 1 starts, at its batch 0
   EXPECT_EQ(resumed.loader->state(), (data::LoaderState{42, 1, 1}));
   resumed.train_until(kTotal);
-  EXPECT_EQ(resumed.losses, std::vector<double>(reference().losses.begin() + 23,
-                                                reference().losses.end()));
-  EXPECT_TRUE(same_weights(reference().model, resumed.model));
+  EXPECT_EQ(resumed.losses, std::vector<double>(ref.losses.begin() + 23,
+                                                ref.losses.end()));
+  EXPECT_TRUE(same_weights(ref.model, resumed.model));
 }
 
 TEST(Lesson10Answers, Exercise3DropoutsOwnGeneratorMustBeCheckpointed) {
@@ -241,12 +241,12 @@ TEST(Lesson10Answers, Exercise4NextSaveRemovesStaleTemporaries) {
 }
 
 TEST(Lesson10Answers, Exercise5WorkerCountDoesNotChangeTheBatches) {
-  const TrainRun& ref = reference();
+  const TrainRun& ref = reference();  // the uninterrupted run
   const io::Checkpoint c = first_half(kCut);
   TrainRun resumed(999, nullptr, /*workers=*/0);
   resumed.resume(c, {});
   resumed.train_until(kTotal);
   EXPECT_EQ(resumed.losses,
-            std::vector<double>(reference().losses.begin() + kCut, reference().losses.end()));
-  EXPECT_TRUE(same_weights(reference().model, resumed.model));
+            std::vector<double>(ref.losses.begin() + kCut, ref.losses.end()));
+  EXPECT_TRUE(same_weights(ref.model, resumed.model));
 }

@@ -171,7 +171,7 @@ int main() {
     const double hand_loss0 = hand.step(Xv, Yv, p, g);
     gl::Tensor loss0 = (gl::tanh(X.matmul(W1) + b1).matmul(W2) + b2 - Y).pow(2).mean();
     loss0.backward();
-    const double gerr = std::max({max_abs_diff(g.W1, W1.grad().to_vector<double>()),
+    const double gerr = lesson::worst_of({max_abs_diff(g.W1, W1.grad().to_vector<double>()),
                                   max_abs_diff(g.b1, b1.grad().to_vector<double>()),
                                   max_abs_diff(g.W2, W2.grad().to_vector<double>()),
                                   max_abs_diff(g.b2, b2.grad().to_vector<double>())});
@@ -204,14 +204,14 @@ int main() {
         }
       }
       const double la = loss.item<double>();
-      max_loss_diff = std::max(max_loss_diff, std::abs(lh - la));
+      max_loss_diff = lesson::worst_of({max_loss_diff, std::abs(lh - la)});  // a NaN stays
       if (s == 0) first_loss = la;
       last_loss = la;
       if (s % 40 == 0 || s == steps - 1)
         std::cout << "  " << fmt("%4.0f", static_cast<double>(s)) << "   " << fmt("%.15f", lh)
                   << "   " << fmt("%.15f", la) << "   " << fmt("%.1e", std::abs(lh - la)) << "\n";
     }
-    const double werr = std::max(
+    const double werr = lesson::worst_of(
         {max_abs_diff(p.W1, W1.to_vector<double>()), max_abs_diff(p.b1, b1.to_vector<double>()),
          max_abs_diff(p.W2, W2.to_vector<double>()), max_abs_diff(p.b2, b2.to_vector<double>())});
     std::cout << "largest |loss difference| over " << steps
