@@ -163,7 +163,8 @@ int main() {
                    "unexpected keys: 2.weight, 2.bias", "... and every unexpected one");
     L.check(
         v2->load_state_dict(io::remap_prefix(gl::load(path), "2.", "head.")).ok() &&
-            accuracy(v2, d.test) == trained,
+            accuracy(v2, d.test) == trained &&
+            gl::equal(v2->forward(d.test.data()), model->forward(d.test.data())),
         "the hint spotted the rename: io::remap_prefix(dict, \"2.\", \"head.\") loads everything");
 
     // ---------------------------------------------------------------------------------------
@@ -208,7 +209,8 @@ int main() {
     // consume_prefix_in_state_dict_if_present(sd, "model.")
     nn::LoadResult fixed =
         bare->load_state_dict(io::strip_prefix(gl::load(wrapped_path), "model."));
-    L.check(fixed.ok() && accuracy(bare, d.test) == trained,
+    L.check(fixed.ok() && accuracy(bare, d.test) == trained &&
+                gl::equal(bare->forward(d.test.data()), model->forward(d.test.data())),
             "io::strip_prefix(dict, \"model.\") loads it, with the trained accuracy");
     L.check(trainer->load_state_dict(io::add_prefix(model->state_dict(), "model.")).ok(),
             "and io::add_prefix goes the other way (io::remap_prefix(dict, from, to) does both)");
