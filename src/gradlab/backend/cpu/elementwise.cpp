@@ -14,8 +14,10 @@ namespace gradlab::cpu {
 
 namespace {
 
-// y[i] = f(x[i], p, q). The tail goes through one zero-padded batch, so every element of a
-// tensor is computed by the same code (no scalar-libm tail that differs from the body by ulps).
+// y[i] = f(x[i], p, q): whole batches through xsimd, the tail (and so every tensor smaller than
+// a batch) one element at a time through libm, the functions the CUDA kernels and the host
+// emulator call. NOTE: xsimd's exp, tanh, erf ... may differ from libm by an ulp, so body and
+// tail elements of one tensor can differ by that much; small tensors match the emulator exactly.
 template <class F, class T>
 void map_unary(const T* x, T* y, int64_t n, T p, T q) {
   constexpr F f{};
@@ -25,12 +27,7 @@ void map_unary(const T* x, T* y, int64_t n, T p, T q) {
     const B bp(p), bq(q);
     int64_t i = 0;
     for (; i + W <= n; i += W) f(B::load_unaligned(x + i), bp, bq).store_unaligned(y + i);
-    if (i < n) {  // padded with the last element (never with garbage: no denormal slow path)
-      alignas(B) T buf[W];
-      for (int64_t k = 0; k < W; ++k) buf[k] = x[std::min(i + k, n - 1)];
-      f(B::load_aligned(buf), bp, bq).store_aligned(buf);
-      std::copy(buf, buf + (n - i), y + i);
-    }
+    for (; i < n; ++i) y[i] = f(x[i], p, q);
   } else {
     for (int64_t i = 0; i < n; ++i) y[i] = f(x[i], p, q);
   }
@@ -49,7 +46,7 @@ void map_binary(const T* a, bool sa, const T* b, bool sb, R* out, int64_t n) {
     int64_t i = 0;
     for (; i + W <= n; i += W) f(at(a, sa, va, i), at(b, sb, vb, i)).store_unaligned(out + i);
     // The tail one element at a time: the vectorized binary formulas are single IEEE operations
-    // and selects, which give the same bits in a batch and on a number (no libm inside).
+    // and selects, which give the same bits in a batch and on a number.
     for (; i < n; ++i) out[i] = f(a[sa ? 0 : i], b[sb ? 0 : i]);
   } else if (sb) {
     const T s = *b;
