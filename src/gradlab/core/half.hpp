@@ -118,12 +118,27 @@ struct Conv<BFloat16> {
 template <class T>
 inline constexpr bool kHalfType = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
 
+/// A float as int64, the same on every device: truncated toward zero; NaN gives 0, and values
+/// past the range (±inf included) give the lowest / largest int64.
+/// NOTE: a plain static_cast is undefined there. x86 returns INT64_MIN for all of them, a GPU
+/// saturates; PyTorch inherits both, so one tensor converted on two devices differed.
+GRADLAB_HD inline int64_t saturating_int64(double v) {
+  constexpr double kTwo63 = 9223372036854775808.0;  // 2^63, exact in a double
+  if (v != v) return 0;
+  if (v >= kTwo63) return INT64_MAX;
+  if (v <= -kTwo63) return INT64_MIN;
+  return static_cast<int64_t>(v);
+}
+
 /// One element converted from storage type S to D, as static_cast does (half types go through
-/// float; a same-type copy is exact, int64 included).
+/// float; a same-type copy is exact, int64 included), except float -> int64, which saturates
+/// (saturating_int64).
 template <class D, class S>
 GRADLAB_HD inline D convert(S s) {
   if constexpr (std::is_same_v<D, S>) {
     return s;
+  } else if constexpr (std::is_same_v<D, int64_t> && !std::is_integral_v<S>) {
+    return saturating_int64(Conv<S>::to_double(s));
   } else if constexpr (kHalfType<S> || kHalfType<D>) {
     return Conv<D>::from_double(Conv<S>::to_double(s));
   } else {

@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "gradlab/core/dtype.hpp"
+#include "gradlab/core/half.hpp"
 
 namespace gradlab {
 
@@ -20,14 +21,15 @@ class Scalar {
   Scalar(T v)  // NOLINT(google-explicit-constructor): numbers convert implicitly, as in LibTorch
       : kind_(std::is_floating_point_v<T> ? Kind::Floating : Kind::Integral),
         d_(static_cast<double>(v)),
-        i_(static_cast<int64_t>(v)) {}
+        i_(std::is_floating_point_v<T> ? saturating_int64(static_cast<double>(v)) : static_cast<int64_t>(v)) {}
 
   Kind kind() const { return kind_; }
   bool is_floating_point() const { return kind_ == Kind::Floating; }
   bool is_integral() const { return kind_ == Kind::Integral; }
   bool is_boolean() const { return kind_ == Kind::Boolean; }
   double to_double() const { return d_; }
-  int64_t to_long() const { return kind_ == Kind::Floating ? static_cast<int64_t>(d_) : i_; }
+  /// As an int64: a float is truncated and saturates (NaN gives 0; see saturating_int64).
+  int64_t to_long() const { return kind_ == Kind::Floating ? saturating_int64(d_) : i_; }
   /// The dtype a tensor made from this number alone would have (float32, int64, bool).
   ScalarType natural_dtype() const {
     return kind_ == Kind::Floating ? default_dtype() : kind_ == Kind::Integral ? kInt64 : kBool;

@@ -116,13 +116,35 @@ Tensor neg(const Tensor& x, Site site) {
                 "a number dtype", "bool", "use logical_not (operator~) instead");
   return record<Neg>(site, x);
 }
+namespace {
+// An integer power stays integer and is exact (math::pow for int64: repeated squaring). Integer
+// tensors never require grad, so nothing is recorded.
+Tensor integer_pow(const Tensor& x, const Tensor& e) {
+  Tensor a = x.dtype() == kInt64 ? x : x.to(kInt64), b = e.dtype() == kInt64 ? e : e.to(kInt64);
+  const Shape shape = broadcast_shapes(a.sizes(), b.sizes(), "pow");
+  NoGradGuard no_grad;
+  return kern::binary(Binary::Pow, a.expand(shape), b.expand(shape));
+}
+}  // namespace
+
 Tensor pow(const Tensor& x, const Scalar& e, Site site) {
   check_defined("pow", x);
-  if (!x.is_floating_point() && !e.is_floating_point())
-    return cast_to(pow(x.to(kFloat64), e, site), x.dtype(), site);  // integer power stays integer
+  if (!x.is_floating_point() && !e.is_floating_point()) {
+    GRADLAB_CHECK(e.to_long() >= 0, ValueError, "pow", "integers to negative integer powers are not allowed",
+                  "an exponent >= 0", std::to_string(e.to_long()),
+                  "use a float exponent (x.pow(-1.0)) or a float tensor (x.to(kFloat32))");
+    return integer_pow(x, scalar_tensor(e.to_long(), TensorOptions().dtype(kInt64).device(x.device())));
+  }
   return float_unary<PowScalar>("pow", x, site, e.to_double());
 }
 Tensor pow(const Tensor& x, const Tensor& e, Site site) {
+  check_defined("pow", x);
+  check_defined("pow", e, "exponent");
+  // int ^ int stays int64, as in PyTorch (a negative exponent gives 0, or ±1 for a base of ±1).
+  if (!x.is_floating_point() && !e.is_floating_point() && !(x.dtype() == kBool && e.dtype() == kBool)) {
+    check_same_device("pow", x, e);
+    return integer_pow(x, e);
+  }
   auto [a, b] = prepare_binary("pow", x, e, site, /*to_float=*/true);
   return record<Pow>(site, a, b);
 }

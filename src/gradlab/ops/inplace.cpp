@@ -5,6 +5,9 @@
 // With one, the op is computed out of place from a clone of the old value, written back, and
 // the tensor's history is rebased onto the new node (PyTorch's rebase_history).
 
+#include <algorithm>
+#include <vector>
+
 #include "gradlab/ops/common.hpp"
 
 namespace gradlab {
@@ -12,8 +15,89 @@ using namespace ops_detail;
 
 namespace {
 
+// ---- memory overlap (PyTorch's has_internal_overlap / get_overlap_status) --------------------
+// A kernel writes out[i] = f(out[i], other[i]) one element per thread. That is only well defined
+// when every element of out has its own memory, and other either is out exactly or shares none
+// of its memory: x.narrow(0, 1, n-1).add_(x.narrow(0, 0, n-1)) reads elements that another
+// thread is writing (a race on a GPU; the CPU gives yet another answer).
+
+// Some element of t shares memory with another: a dim of size > 1 with stride 0 (expand).
+bool has_internal_overlap(const Tensor& t) {
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (t.size(d) > 1 && t.stride(d) == 0) return true;
+  return false;
+}
+
+// t's elements tile one block of memory with no gap and no repeat (any dim order).
+bool non_overlapping_and_dense(const Tensor& t) {
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (t.size(d) != 1) dims.push_back(d);
+  std::sort(dims.begin(), dims.end(), [&](int64_t a, int64_t b) { return t.stride(a) < t.stride(b); });
+  int64_t expected = 1;
+  for (int64_t d : dims) {
+    if (t.stride(d) != expected) return false;
+    expected *= t.size(d);
+  }
+  return true;
+}
+
+enum class Overlap { None, Full, Partial, TooHard };
+
+// [begin, end) bytes of t's elements in its storage.
+std::pair<int64_t, int64_t> byte_range(const Tensor& t) {
+  int64_t last = t.storage_offset();
+  for (int64_t d = 0; d < t.dim(); ++d) last += (t.size(d) - 1) * t.stride(d);
+  const int64_t item = static_cast<int64_t>(element_size(t.dtype()));
+  return {t.storage_offset() * item, (last + 1) * item};
+}
+
+Overlap overlap(const Tensor& a, const Tensor& b) {
+  if (a.numel() == 0 || b.numel() == 0 || !a.is_same_storage(b)) return Overlap::None;
+  const auto [ab, ae] = byte_range(a);
+  const auto [bb, be] = byte_range(b);
+  if (ae <= bb || be <= ab) return Overlap::None;
+  if (ab == bb && ae == be && a.sizes() == b.sizes() && a.strides() == b.strides() && a.dtype() == b.dtype())
+    return Overlap::Full;
+  // Interleaved views (x[::2] and x[1::2]) share a range but no element: only dense ones are judged.
+  if (!non_overlapping_and_dense(a) || !non_overlapping_and_dense(b)) return Overlap::TooHard;
+  return Overlap::Partial;
+}
+
+void check_no_internal_overlap(const Tensor& self, const char* op) {
+  if (!has_internal_overlap(self)) return;
+  throw Error(error_message(op,
+                            "unsupported operation: more than one element of the written-to tensor refers to a "
+                            "single memory location",
+                            "a tensor whose elements each have their own memory",
+                            self.describe() + " with strides " + shape_str(self.strides()),
+                            "clone() the tensor before performing the operation (an expand()ed tensor shares "
+                            "memory between its elements)"));
+}
+
+// Refuses a partial overlap as PyTorch does; where it cannot tell (non-dense views of one block),
+// `other` is cloned so the result is right on every device.
+Tensor unaliased_operand(const char* op, const Tensor& self, const Tensor& other) {
+  switch (overlap(self, other)) {
+    case Overlap::None:
+    case Overlap::Full:
+      return other;
+    case Overlap::TooHard:
+      return other.clone();
+    case Overlap::Partial:
+      break;
+  }
+  throw Error(error_message(op,
+                            "unsupported operation: some elements of the input tensor and the written-to tensor "
+                            "refer to a single memory location",
+                            "an input that is the written-to tensor itself or shares no memory with it",
+                            "input " + other.describe() + " overlapping the written-to " + self.describe(),
+                            "clone() the input before performing the operation"));
+}
+
 void check_writable(const Tensor& self, const char* op) {
   check_defined(op, self);
+  check_no_internal_overlap(self, op);
   if (!GradMode::is_enabled()) return;
   const TensorImpl* impl = self.impl();
   if (self.is_leaf() && self.requires_grad()) {
@@ -89,10 +173,11 @@ void check_inplace_shape(const char* op, const Tensor& self, const Tensor& other
                 to_string(self.dtype()), to_string(other.dtype()));
 }
 
-Tensor& binary_inplace(Tensor& self, const char* op, kern::Binary kind, const Tensor& other, const Site& site,
+Tensor& binary_inplace(Tensor& self, const char* op, kern::Binary kind, const Tensor& other_in, const Site& site,
                        Tensor (*fn)(const Tensor&, const Tensor&, Site)) {
   check_defined(op, self);
-  check_inplace_shape(op, self, other);
+  check_inplace_shape(op, self, other_in);
+  const Tensor other = unaliased_operand(op, self, other_in);
   return apply_inplace(
       self, op, site, {&other},
       [&] {

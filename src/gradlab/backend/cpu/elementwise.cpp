@@ -174,9 +174,9 @@ void copy(const Tensor& dst, const Tensor& src) {
         D* dp = d + off[0];
         const S* sp = s + off[1];
         if (inner[0] == 1 && inner[1] == 1) {
-          for (int64_t i = 0; i < n; ++i) dp[i] = static_cast<D>(sp[i]);
+          for (int64_t i = 0; i < n; ++i) dp[i] = convert<D, S>(sp[i]);
         } else {
-          for (int64_t i = 0; i < n; ++i) dp[i * inner[0]] = static_cast<D>(sp[i * inner[1]]);
+          for (int64_t i = 0; i < n; ++i) dp[i * inner[0]] = convert<D, S>(sp[i * inner[1]]);
         }
       });
     });

@@ -3,11 +3,14 @@
 #include <cublas_v2.h>
 
 #include <climits>
+#include <cstddef>
 #include <mutex>
 #include <string>
 
 #include "gradlab/backend/cuda/blas.cuh"
 #include "gradlab/backend/cuda/exec.cuh"
+#include "gradlab/backend/cuda/runtime.hpp"
+#include "gradlab/core/cuda.hpp"
 
 namespace gradlab::gpu {
 
@@ -39,15 +42,34 @@ void check_cublas(cublasStatus_t s, const char* call, const char* op) {
 // opt-in modes, and a TF32 product differs from the CPU reference around the 3rd digit. Set
 // explicitly so a later default or a copied snippet cannot silently trade parity for speed.
 // NOTE: kernels and cuBLAS run on the legacy default stream, so they are ordered without syncs.
+//
+// NOTE: cuBLAS's workspace comes from the caching allocator. Left alone, cuBLAS cudaMallocs its
+// own on first use, behind the allocator's back: when the cache holds nearly all device memory
+// that fails, and the first GEMM reports ALLOC_FAILED or NOT_INITIALIZED. The same happens to
+// cublasCreate's own small allocations, so a failed create empties the cache and tries once more.
+// 32 MiB is what PyTorch gives cuBLAS on Hopper (CUBLAS_WORKSPACE_CONFIG :4096:8); the block is
+// held for the life of the process, like the handle.
+constexpr std::size_t kCublasWorkspaceBytes = std::size_t{32} << 20;
+
 cublasHandle_t handle(const char* op) {
   static std::mutex mu;
   static cublasHandle_t h = nullptr;
   std::lock_guard<std::mutex> lock(mu);
   if (h == nullptr) {
     cublasHandle_t fresh = nullptr;
-    GRADLAB_CUBLAS_CHECK(cublasCreate(&fresh), op);
-    const cublasStatus_t s = cublasSetMathMode(fresh, CUBLAS_DEFAULT_MATH);
-    if (s != CUBLAS_STATUS_SUCCESS) (void)cublasDestroy(fresh);
+    cublasStatus_t s = cublasCreate(&fresh);
+    if (s == CUBLAS_STATUS_ALLOC_FAILED || s == CUBLAS_STATUS_NOT_INITIALIZED) {
+      cuda::empty_cache();
+      s = cublasCreate(&fresh);
+    }
+    GRADLAB_CUBLAS_CHECK(s, op);
+    void* workspace = cuda_rt::alloc(kCublasWorkspaceBytes, op);  // throws OutOfMemoryError
+    s = cublasSetWorkspace(fresh, workspace, kCublasWorkspaceBytes);
+    if (s == CUBLAS_STATUS_SUCCESS) s = cublasSetMathMode(fresh, CUBLAS_DEFAULT_MATH);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+      (void)cublasDestroy(fresh);
+      cuda_rt::free(workspace);
+    }
     GRADLAB_CUBLAS_CHECK(s, op);
     h = fresh;
   }
