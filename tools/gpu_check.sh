@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
-# gpu_check.sh: the checks that need a GPU, in one go, within 8 minutes.
+# gpu_check.sh: the checks that need a GPU, in one go, within 9 minutes.
 #
 #   bash tools/gpu_check.sh              on a machine with an NVIDIA GPU (exits 2 at once without)
+#   bash tools/gpu_check.sh --deps DIR   on a bare GPU machine (CUDA toolkit + driver, no Debian
+#                                        -dev packages, no network): first unpacks the .deb files
+#                                        in DIR (made by tools/fetch_gpu_deps.sh on a machine with
+#                                        apt) into BUILD_DIR/deps with `dpkg -x` (never into /), and
+#                                        builds against that prefix. Combines with --dry-run.
 #   bash tools/gpu_check.sh --dry-run    anywhere: the same steps without the GPU requirement, so
 #                                        the build, the `cuda` ctest runs (reported as skipped),
 #                                        lesson 17's CPU part and a few CPU benchmarks can be
@@ -9,9 +14,11 @@
 #
 # Steps: configure build/gpu (Release; CUDA code for this GPU's architecture only), build only
 # gradlab, check_cuda, prop_cuda, bench_cuda and lesson_17_cpu_vs_gpu, run `ctest -L cuda` with
-# GRADLAB_REQUIRE_GPU=1 (a skip is a failure), run lesson 17, run bench_cuda with a short
-# min_time, then print one table: op, size, CPU time, GPU time, speed-up, GB/s, tiled/cuBLAS.
-# Options: --build-dir DIR (default build/gpu), --budget SECONDS (default 480; 3600 with --dry-run,
+# GRADLAB_REQUIRE_GPU=1 (a skip is a failure), run check_cuda again with GRADLAB_CUDA_SYNC=1 (a
+# kernel fault names its own op), run compute-sanitizer (memcheck on check_cuda; racecheck and
+# synccheck on the tiled kernel's tests), run lesson 17, run bench_cuda with a short min_time,
+# then print one table: op, size, CPU time, GPU time, speed-up, GB/s, tiled/cuBLAS.
+# Options: --build-dir DIR (default build/gpu), --budget SECONDS (default 540; 3600 with --dry-run,
 # which on a small machine may have to build everything). Logs: DIR/gpu_check.*.log.
 # Exit code: 0 when every step passed, 1 when one failed, 2 when there is no GPU (or no nvcc).
 set -uo pipefail
@@ -20,9 +27,11 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 dry_run=0
 build_dir=build/gpu
 budget=""
+deps_dir=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --dry-run) dry_run=1 ;;
+    --deps) deps_dir="$2"; shift ;;
     --build-dir) build_dir="$2"; shift ;;
     --budget) budget="$2"; shift ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"; exit 0 ;;
@@ -39,7 +48,7 @@ elif ! gpu_list=$(timeout 30 nvidia-smi -L 2>&1) || ! grep -q '^GPU ' <<<"$gpu_l
   gpu_reason="nvidia-smi lists no GPU: $(head -n1 <<<"$gpu_list")"
 fi
 nvcc=$(command -v nvcc || { [[ -x /usr/local/cuda/bin/nvcc ]] && echo /usr/local/cuda/bin/nvcc; } || true)
-[[ -z "$budget" ]] && budget=$([[ $dry_run -eq 1 ]] && echo 3600 || echo 480)
+[[ -z "$budget" ]] && budget=$([[ $dry_run -eq 1 ]] && echo 3600 || echo 540)
 
 if [[ -n "$gpu_reason" || -z "$nvcc" ]]; then
   [[ -n "$gpu_reason" ]] && echo "gpu_check: NO GPU: $gpu_reason."
@@ -84,9 +93,46 @@ finish() {
   exit "$failed"
 }
 
-# ---- configure + build ------------------------------------------------------------------------
+# ---- --deps: the Debian packages as files, unpacked into a prefix ------------------------------
 cmake_args=(-S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DGRADLAB_BUILD_TESTS=ON
             -DGRADLAB_BUILD_LESSONS=ON -DGRADLAB_BUILD_BENCH=ON)
+if [[ -n "$deps_dir" ]]; then
+  shopt -s nullglob
+  debs=("$deps_dir"/*.deb)
+  shopt -u nullglob
+  if [[ ${#debs[@]} -eq 0 ]]; then
+    echo "gpu_check: --deps $deps_dir: no .deb files there (make them with tools/fetch_gpu_deps.sh DIR)"
+    record deps 1 "no .deb in $deps_dir"; finish
+  fi
+  prefix="$(cd "$build_dir" && pwd)/deps"
+  rm -rf "$prefix" && mkdir -p "$prefix"
+  for deb in "${debs[@]}"; do
+    if command -v dpkg >/dev/null 2>&1; then
+      dpkg -x "$deb" "$prefix" || { record deps 1 "dpkg -x $deb failed"; finish; }
+    else  # no dpkg (not a Debian-family image): a .deb is an ar archive holding data.tar.*
+      tmp=$(mktemp -d)
+      (cd "$tmp" && ar x "$(cd "$(dirname "$deb")" && pwd)/$(basename "$deb")") &&
+        tar -xf "$tmp"/data.tar.* -C "$prefix" || { rm -rf "$tmp"; record deps 1 "unpacking $deb failed"; finish; }
+      rm -rf "$tmp"
+    fi
+  done
+  multiarch=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
+  lib="$prefix/usr/lib/$multiarch"
+  # NOTE: Debian reaches libblas.so / liblapack.so / cblas.h through alternatives links that its
+  # postinst scripts make in /etc; `dpkg -x` makes none, so name the OpenBLAS files directly.
+  blas_dir="$lib/openblas-pthread"
+  for f in "$blas_dir/libblas.so" "$blas_dir/liblapack.so" "$prefix/usr/include/$multiarch/openblas-pthread/cblas.h"; do
+    [[ -e "$f" ]] || { echo "gpu_check: --deps: $f missing after unpacking"; record deps 1 "incomplete: $f"; finish; }
+  done
+  cmake_args+=(-DCMAKE_PREFIX_PATH="$prefix/usr;$lib/cmake"
+               -DBLAS_LIBRARIES="$blas_dir/libblas.so" -DLAPACK_LIBRARIES="$blas_dir/liblapack.so"
+               -DCMAKE_CXX_FLAGS="-isystem $prefix/usr/include/$multiarch/openblas-pthread"
+               -DCMAKE_BUILD_RPATH="$blas_dir;$lib")
+  export LD_LIBRARY_PATH="$blas_dir:$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  record deps 0 "${#debs[@]} packages unpacked into $prefix"
+fi
+
+# ---- configure + build ------------------------------------------------------------------------
 if [[ -z "$gpu_reason" ]]; then
   # Device code for this GPU only (e.g. 9.0 -> 90): half the nvcc time of the default 80;90.
   cap=$(timeout 30 nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n1 | tr -d ' .')
@@ -102,8 +148,9 @@ wanted=(gradlab check_cuda prop_cuda bench_cuda lesson_17_cpu_vs_gpu)
 have=$(cmake --build "$build_dir" --target help 2>/dev/null)
 targets=()
 missing=()
+# `help` lists "... gradlab" under Unix Makefiles and "gradlab: phony" under Ninja: match both.
 for t in "${wanted[@]}"; do
-  if grep -qE "^\.\.\. $t( |$)" <<<"$have"; then targets+=("$t"); else missing+=("$t"); fi
+  if grep -qE "^(\.\.\. $t( |$)|$t: )" <<<"$have"; then targets+=("$t"); else missing+=("$t"); fi
 done
 [[ ${#missing[@]} -gt 0 ]] && echo "gpu_check: WARNING: no such target (yet): ${missing[*]}"
 # Keep going past a target that fails to compile: the others still run below (the GPU time is
@@ -141,6 +188,41 @@ if [[ $dry_run -eq 1 && $rc -eq 0 ]] && grep -q 'Skipped' "$log.ctest.log"; then
   note="cuda tests SKIPPED (no GPU)"
 fi
 record "ctest cuda" "$rc" "$note"
+
+# ---- the same tests with every kernel waited for, then under compute-sanitizer -----------------
+# GRADLAB_CUDA_SYNC=1: a kernel fault is reported by the op that launched it, not by a later one.
+check_cuda="$build_dir/checks/check_cuda"
+if [[ -x "$check_cuda" && -z "$gpu_reason" ]]; then
+  echo "gpu_check: check_cuda with GRADLAB_CUDA_SYNC=1"
+  env "${ctest_env[@]}" GRADLAB_TEST_CUDA=device GRADLAB_CUDA_SYNC=1 timeout "$(limit 90 60)" \
+    "$check_cuda" >"$log.sync.log" 2>&1
+  rc=$?
+  grep -E '^\[  (PASSED|FAILED) ' "$log.sync.log"
+  record "cuda sync" "$rc" "log: $log.sync.log"
+else
+  record "cuda sync" 0 "SKIPPED ($([[ -n "$gpu_reason" ]] && echo 'no GPU' || echo 'check_cuda not built'))"
+fi
+sanitizer=$(command -v compute-sanitizer || { [[ -x /usr/local/cuda/bin/compute-sanitizer ]] && echo /usr/local/cuda/bin/compute-sanitizer; } || true)
+if [[ -x "$check_cuda" && -z "$gpu_reason" && -n "$sanitizer" ]]; then
+  # memcheck on the whole CUDA test program; racecheck and synccheck on the tiled kernel (the one
+  # kernel with shared memory and barriers). Any report fails the step (--error-exitcode).
+  for tool in memcheck racecheck synccheck; do
+    filter='*'
+    [[ $tool != memcheck ]] && filter='CudaBlasNN.TiledMatmul*'
+    echo "gpu_check: compute-sanitizer --tool $tool ($filter)"
+    env "${ctest_env[@]}" GRADLAB_TEST_CUDA=device timeout "$(limit 120 50)" \
+      "$sanitizer" --tool "$tool" --error-exitcode 3 "$check_cuda" --gtest_filter="$filter" \
+      >"$log.$tool.log" 2>&1
+    rc=$?
+    grep -E 'ERROR SUMMARY|^\[  (PASSED|FAILED) ' "$log.$tool.log"
+    record "$tool" "$rc" "log: $log.$tool.log"
+  done
+else
+  why="no GPU"
+  [[ -z "$gpu_reason" && -z "$sanitizer" ]] && why="no compute-sanitizer (PATH, /usr/local/cuda/bin)"
+  [[ -z "$gpu_reason" && ! -x "$check_cuda" ]] && why="check_cuda not built"
+  record "sanitizers" 0 "SKIPPED ($why)"
+fi
 
 # ---- lesson 17 --------------------------------------------------------------------------------
 lesson="$build_dir/lessons/lesson_17_cpu_vs_gpu"
