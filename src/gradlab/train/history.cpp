@@ -2,11 +2,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <iomanip>
 #include <limits>
 #include <ostream>
 #include <sstream>
+
+#include <nlohmann/json.hpp>
+#include <unistd.h>
 
 #include "gradlab/core/error.hpp"
 
@@ -47,20 +52,74 @@ double History::max_grad_norm(int64_t epoch) const {
   return m;
 }
 
+namespace {
+
+nlohmann::json config_json(const std::map<std::string, HParam>& config) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [k, v] : config) {
+    if (const double* d = std::get_if<double>(&v.value))
+      j[k] = *d;
+    else if (const std::string* s = std::get_if<std::string>(&v.value))
+      j[k] = *s;
+    else
+      j[k] = std::get<bool>(v.value);
+  }
+  return j;
+}
+
+// text -> <path>.tmp.<pid>, then rename over path (atomic on POSIX within one folder).
+void write_atomically(const std::filesystem::path& path, const std::string& text) {
+  const std::filesystem::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    GRADLAB_CHECK(f.good(), IOError, "History::write_csv", "cannot open the file for writing",
+                  "a writable path", path.string());
+    f << text;
+    f.flush();
+    GRADLAB_CHECK(f.good(), IOError, "History::write_csv", "writing failed", "a complete file",
+                  path.string(), "is the disk full?");
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) std::filesystem::remove(tmp);
+  GRADLAB_CHECK(!ec, IOError, "History::write_csv", "cannot replace the file",
+                "a writable path", path.string() + " (" + ec.message() + ")");
+}
+
+}  // namespace
+
 std::string History::to_csv() const {
   std::ostringstream os;
+  if (run_info_) {
+    os << "# seed: " << (run_info_->seed() ? std::to_string(*run_info_->seed()) : "unknown") << "\n"
+       << "# git_commit: " << run_info_->commit() << "\n"
+       << "# config: " << config_json(run_info_->config()).dump() << "\n";
+  }
   os << "epoch,step,loss,grad_norm,lr\n" << std::setprecision(17);
   for (const auto& r : records_)
     os << r.epoch << ',' << r.step << ',' << r.loss << ',' << r.grad_norm << ',' << r.lr << '\n';
   return os.str();
 }
 
+std::string History::to_json(const std::string& csv_name) const {
+  nlohmann::json j;
+  j["seed"] = nullptr;
+  if (run_info_ && run_info_->seed()) j["seed"] = *run_info_->seed();
+  j["git_commit"] = run_info_ ? run_info_->commit() : git_commit();
+  j["config"] = run_info_ ? config_json(run_info_->config()) : nlohmann::json::object();
+  j["steps"] = records_.size();
+  if (!csv_name.empty()) j["csv"] = csv_name;
+  return j.dump(2) + "\n";
+}
+
 void History::write_csv(const std::string& path) const {
-  std::ofstream f(path);
-  GRADLAB_CHECK(f.good(), IOError, "History::write_csv", "cannot open the file for writing",
-                "a writable path", path);
-  f << to_csv();
-  GRADLAB_CHECK(f.good(), IOError, "History::write_csv", "writing failed", "a complete file", path);
+  const std::filesystem::path p(path);
+  write_atomically(p, to_csv());
+  if (run_info_) {
+    std::filesystem::path json = p;
+    json.replace_extension(".json");
+    write_atomically(json, to_json(p.filename().string()));
+  }
 }
 
 }  // namespace gradlab::train
