@@ -113,6 +113,18 @@ std::string child_output(bool use_pty) {
   return got;
 }
 
+TEST(ProgressBar, TheEnvironmentOverridesTheDetection) {
+  std::ostringstream out;  // a string stream is never a terminal...
+  ::setenv("GRADLAB_PROGRESS", "tty", 1);
+  EXPECT_FALSE(train::ProgressBar(3, {}, out).is_tty());  // ...and the override is for std::cout
+  const bool on_cout = train::ProgressBar(3, {}).is_tty();
+  ::setenv("GRADLAB_PROGRESS", "plain", 1);
+  const bool plain = train::ProgressBar(3, {}).is_tty();
+  ::unsetenv("GRADLAB_PROGRESS");
+  EXPECT_TRUE(on_cout);
+  EXPECT_FALSE(plain);
+}
+
 TEST(ProgressBar, DetectsATerminalThroughAPtyAndPlainThroughAPipe) {
   const std::string tty = child_output(true);
   EXPECT_NE(tty.find("[tty]"), std::string::npos) << tty;

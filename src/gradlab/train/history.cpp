@@ -11,9 +11,9 @@
 #include <sstream>
 
 #include <nlohmann/json.hpp>
-#include <unistd.h>
 
 #include "gradlab/core/error.hpp"
+#include "gradlab/io/atomic_file.hpp"
 
 namespace gradlab::train {
 
@@ -57,8 +57,12 @@ namespace {
 nlohmann::json config_json(const std::map<std::string, HParam>& config) {
   nlohmann::json j = nlohmann::json::object();
   for (const auto& [k, v] : config) {
-    if (const double* d = std::get_if<double>(&v.value))
-      j[k] = *d;
+    if (const double* d = std::get_if<double>(&v.value)) {
+      if (std::trunc(*d) == *d && std::abs(*d) < 9007199254740992.0)  // 2^53: exact
+        j[k] = static_cast<int64_t>(*d);                            // 64, not 64.0
+      else
+        j[k] = *d;
+    }
     else if (const std::string* s = std::get_if<std::string>(&v.value))
       j[k] = *s;
     else
@@ -67,23 +71,9 @@ nlohmann::json config_json(const std::map<std::string, HParam>& config) {
   return j;
 }
 
-// text -> <path>.tmp.<pid>, then rename over path (atomic on POSIX within one folder).
+// Crash-safe: the previous file stays until the new one is complete (io/atomic_file.hpp).
 void write_atomically(const std::filesystem::path& path, const std::string& text) {
-  const std::filesystem::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    GRADLAB_CHECK(f.good(), IOError, "History::write_csv", "cannot open the file for writing",
-                  "a writable path", path.string());
-    f << text;
-    f.flush();
-    GRADLAB_CHECK(f.good(), IOError, "History::write_csv", "writing failed", "a complete file",
-                  path.string(), "is the disk full?");
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) std::filesystem::remove(tmp);
-  GRADLAB_CHECK(!ec, IOError, "History::write_csv", "cannot replace the file",
-                "a writable path", path.string() + " (" + ec.message() + ")");
+  io::write_file_atomic(path, [&](io::FileWriter& w) { w.write(text.data(), text.size()); });
 }
 
 }  // namespace

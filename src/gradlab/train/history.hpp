@@ -56,8 +56,8 @@ class History {
   /// (seed null when unknown).
   std::string to_json(const std::string& csv_name = "") const;
   /// Writes to_csv() to `path` and, with run info set, to_json() to `path` with extension
-  /// .json. Each file is written to a temporary beside it and renamed, so a crash never leaves
-  /// a half-written file in place of the previous one. IOError when it cannot be written.
+  /// .json. Each is written crash-safely (io::write_file_atomic: a crash never leaves a
+  /// half-written file in place of the previous one). IOError when it cannot be written.
   void write_csv(const std::string& path) const;
 
  private:

@@ -26,8 +26,8 @@ namespace gradlab::train {
 /// ProgressOptions().desc("epoch 3").tty(false).plain_every(50)
 struct ProgressOptions {
   GRADLAB_ARG(std::string, desc) = "train";
-  /// Terminal or plain lines; unset: a terminal when the stream is std::cout / std::cerr and
-  /// isatty() says so for stdout / stderr.
+  /// Terminal or plain lines; unset: $GRADLAB_PROGRESS ("tty" or "plain") when set, else a
+  /// terminal when the stream is std::cout / std::cerr and isatty() says so.
   GRADLAB_ARG(std::optional<bool>, tty);
   /// plain mode: a line every n steps (0: total / 10, at least 1)
   GRADLAB_ARG(int64_t, plain_every) = 0;
