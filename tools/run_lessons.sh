@@ -66,13 +66,13 @@ for name in "${selected[@]}"; do
   verdict=$(grep -E "^lesson [0-9]+: " "$log" | tail -1 | sed -E 's/^lesson [0-9]+: //')
   [ -n "$verdict" ] || verdict="no verdict (exit $rc)"
   if [ "$rc" -ne 0 ]; then failed=$((failed + 1)); fi
-  rows+=("$(printf '%-26s %-30s %5s %6s s' "$name" "$verdict" "$ok/$((ok + bad))" "$secs")")
+  rows+=("$(printf '%-26s %-30s %7s %7s s' "$name" "$verdict" "$ok/$((ok + bad))" "$secs")")
 done
 
 # ---- the table -------------------------------------------------------------------------------
 echo
-printf '%-26s %-30s %5s %8s\n' "lesson" "verdict" "claims" "time"
-printf '%-26s %-30s %5s %8s\n' "------" "-------" "------" "----"
+printf '%-26s %-30s %7s %9s\n' "lesson" "verdict" "claims" "time"
+printf '%-26s %-30s %7s %9s\n' "------" "-------" "------" "----"
 for r in "${rows[@]}"; do echo "$r"; done
 echo
 if [ "$failed" -ne 0 ]; then
