@@ -24,3 +24,15 @@ if(Python3_Interpreter_FOUND)
 endif()
 # the unit tests read JSON sidecars
 target_link_libraries(check_train PRIVATE nlohmann_json::nlohmann_json)
+# tools/plot_curves.py: the CSV and the event-file readers agree, and both render a PNG. Run by
+# Debian's python3, which has python3-matplotlib (another python3 may come first on PATH).
+if(Python3_Interpreter_FOUND)
+  set(_plot_python "${Python3_EXECUTABLE}")
+  if(EXISTS /usr/bin/python3)
+    set(_plot_python /usr/bin/python3)
+  endif()
+  add_test(NAME plot_curves_reads_csv_and_events
+    COMMAND "${_plot_python}" "${CMAKE_CURRENT_SOURCE_DIR}/train/plot_curves_test.py"
+            --fixture "$<TARGET_FILE:tb_fixture>" --work "${CMAKE_CURRENT_BINARY_DIR}/plot_curves")
+  set_tests_properties(plot_curves_reads_csv_and_events PROPERTIES LABELS unit)
+endif()

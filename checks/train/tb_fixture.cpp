@@ -120,6 +120,20 @@ int main(int argc, char** argv) {
     for (int64_t s = 0; s < 4; ++s) k.push_back({{"step", s}, {"value", 0.5 * s}});
     ex["killed"] = {{"run", "killed"}, {"tag", "x"}, {"scalars", k}};
   }
+  // A Monitor run (loss, grad_norm, lr per step + its History CSV), for plot_curves_test.py.
+  {
+    gl::train::Monitor mon(gl::train::RunInfo().seed(11),
+                           gl::train::MonitorOptions()
+                               .log_dir((out / "monitor" / "tb").string())
+                               .csv_path((out / "monitor" / "run.csv").string())
+                               .progress(false));
+    for (int64_t s = 0; s < 30; ++s)
+      mon.step({s / 10, s, 2.0 * std::exp(-0.1 * static_cast<double>(s)), 1.0 + 0.01 * s,
+                0.1 * std::pow(0.5, static_cast<double>(s / 10))});
+    mon.close({{"final_loss", 0.1}});
+    ex["monitor"] = {{"csv", (out / "monitor" / "run.csv").string()},
+                     {"events", (out / "monitor" / "tb").string()}};
+  }
   std::ofstream(out / "expected.json") << ex.dump(2) << "\n";
   std::cout << "tb_fixture: wrote " << logs.string() << " and expected.json\n";
   return 0;

@@ -120,6 +120,13 @@ Curves train_digits(const Data& d, const Run& r, train::Monitor* monitor = nullp
         if (sched && r.sched == Sched::kStepPerBatch) sched->step();  // THE MISTAKE
       }
       if (sched && r.sched == Sched::kStepPerEpoch) sched->step();  // right: once per epoch
+      // weights and gradients of the epoch's last step, for TensorBoard's Histograms tab
+      if (train::SummaryWriter* w = monitor ? monitor->writer() : nullptr) {
+        for (const auto& [name, p] : model->named_parameters()) {
+          w->add_histogram(name, p, step - 1);
+          w->add_histogram(name + ".grad", p.grad(), step - 1);
+        }
+      }
     }
   } catch (const train::NonFiniteLossError& e) {
     c.stopped = e.what();
@@ -254,11 +261,12 @@ int main() {
     for (const auto& e : fs::directory_iterator(logdir))
       if (e.is_regular_file()) event_file = e.path();
     const train::TFRecordScan scan = train::read_tfrecords(event_file.string());
-    // version header + run text + (loss, grad_norm, lr) per step
+    // version header + run text + (loss, grad_norm, lr) per step + 4 weight and 4 gradient
+    // histograms per epoch
     L.check(!scan.truncated_tail && !scan.corrupt &&
-                scan.records.size() == 2 + 3 * first.loss.size(),
-            "the event file holds every step (" + std::to_string(scan.records.size()) +
-                " records, all CRCs valid)");
+                scan.records.size() == 2 + 3 * first.loss.size() + 8 * 6,
+            "the event file holds every step and the histograms (" +
+                std::to_string(scan.records.size()) + " records, all CRCs valid)");
 
     // -------------------------------------------------------------------------------------------
     L.section("2. the same seed gives the same curves, bit for bit; other seeds give a spread");
