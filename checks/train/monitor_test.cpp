@@ -156,3 +156,38 @@ TEST(Monitor, StopsOnANonFiniteLossAndKeepsTheRecords) {
 
 }  // namespace
 }  // namespace gradlab
+
+namespace gradlab {
+namespace {
+
+// Lesson 07, section 5: the digits MLP (seed 4) with SGD lr 3.0, momentum 0.9, batches of 64 in
+// order. The lesson's hand-written watch fires at step 8 with baseline 1.8580; Monitor's watch is
+// the same rule and must fire at the same step, with the same baseline.
+TEST(Monitor, GradNormWatchMatchesLesson07) {
+  const data::DigitsSplit d = data::load_digits_split();
+  manual_seed(4);
+  nn::Sequential m(nn::Linear(64, 128), nn::ReLU(), nn::Linear(128, 10));
+  optim::SGD o(m->parameters(), optim::SGDOptions(3.0).momentum(0.9));
+  nn::CrossEntropyLoss criterion;
+  std::ostringstream term;
+  train::Monitor mon({}, train::MonitorOptions().progress(false), term);
+  data::DataLoader loader(std::make_shared<data::TensorDataset>(d.train.data(), d.train.targets()),
+                          data::DataLoaderOptions(64));
+  int64_t s = 0;
+  for (data::Batch& b : loader) {
+    if (s >= 20 || mon.watch_fired_at()) break;
+    o.zero_grad();
+    Tensor l = criterion(m(b.data), b.target);
+    l.backward();
+    mon.step({0, s, l.item<double>(), nn::utils::grad_norm(m->parameters()), 3.0});
+    o.step();
+    ++s;
+  }
+  ASSERT_TRUE(mon.watch_fired_at().has_value()) << term.str();
+  EXPECT_EQ(*mon.watch_fired_at(), 8);
+  EXPECT_NEAR(mon.watch_baseline(), 1.8580, 5e-5);
+  EXPECT_TRUE(std::isfinite(mon.history().back().loss));
+}
+
+}  // namespace
+}  // namespace gradlab
