@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Installs the Debian packages gradlab needs to build and test. Idempotent: when everything is
-# already installed it only checks (no apt-get, well under a second).
+# Installs the Debian packages gradlab needs to build and test, then the project-local Python
+# virtual environment .venv/ (git-ignored) with the PyPI-only test tools (tensorboard: its
+# reader checks gradlab's event files; its server shows a run). Idempotent: when everything is
+# already there it only checks (no apt-get, no pip, well under a second). A pip failure (no
+# network) does not fail setup: the tests that need the venv then skip with a message.
 set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 packages=(
   build-essential cmake g++ pkg-config
@@ -10,6 +14,7 @@ packages=(
   librapidcheck-dev libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev python3 python3-numpy
   zlib1g-dev clang-14 libclang-rt-14-dev
+  python3-venv python3-matplotlib
 )
 
 if ! command -v dpkg >/dev/null 2>&1; then
@@ -25,8 +30,31 @@ for p in "${packages[@]}"; do
   fi
 done
 
+# The venv: Debian's python3 (python3-venv is its venv module; another python3 may come first on
+# PATH). PyPI packages: tensorboard only.
+setup_venv() {
+  local venv="$root/.venv" py=/usr/bin/python3
+  if compgen -G "$venv/lib/python3*/site-packages/tensorboard/__init__.py" >/dev/null &&
+     [ -x "$venv/bin/python" ]; then
+    echo "setup: .venv has tensorboard; nothing to do"
+    return 0
+  fi
+  [ -x "$py" ] || py="$(command -v python3 || true)"
+  if [ -z "$py" ] || ! "$py" -m venv "$venv"; then
+    echo "setup: WARNING: could not create $venv; tests that need tensorboard will be skipped" >&2
+    return 0
+  fi
+  echo "setup: pip install tensorboard into $venv"
+  if ! "$venv/bin/python" -m pip install --quiet --disable-pip-version-check tensorboard; then
+    echo "setup: WARNING: pip could not install tensorboard (offline?); tests that need it" \
+         "will be skipped" >&2
+  fi
+  return 0
+}
+
 if [ "${#missing[@]}" -eq 0 ]; then
   echo "setup: all ${#packages[@]} packages present; nothing to do"
+  setup_venv
   exit 0
 fi
 
@@ -47,3 +75,4 @@ echo "setup: apt-get install ${missing[*]}"
 "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive \
   apt-get install -y --no-install-recommends "${missing[@]}"
 echo "setup: installed ${missing[*]}"
+setup_venv

@@ -353,6 +353,10 @@ int main() {
     gl::train::History history;
     int64_t step = 0;
     double first_acc = 0, final_acc = 0;
+    // A progress bar (steps/s, ETA, loss, a loss sparkline): redrawn on a terminal, a plain line
+    // every 5 epochs otherwise. Lines printed meanwhile go through bar.write().
+    gl::train::ProgressBar bar(epochs * static_cast<int64_t>(loader.size()),
+                               gl::train::ProgressOptions().plain_every(static_cast<int64_t>(5 * loader.size())));
     for (int64_t epoch = 0; epoch < epochs; ++epoch) {
       for (gl::data::Batch& b : loader) {
         sgd.zero_grad();
@@ -361,17 +365,22 @@ int main() {
         const double gn = nn::utils::clip_grad_norm_(net->parameters(), 5.0);
         sgd.step();
         history.add({epoch, step++, l.item<double>(), gn, schedule.get_last_lr()[0]});
+        bar.update(history.back().loss);
       }
       schedule.step();  // once per epoch, after the optimizer steps
       const double acc = accuracy(net, d.x_test, d.y_test);
       if (epoch == 0) first_acc = acc;
       final_acc = acc;
-      if (epoch < 3 || epoch % 5 == 4)
-        std::cout << "epoch " << std::setw(2) << epoch + 1 << "  mean loss "
-                  << fmt(history.mean_loss(epoch)) << "  max |grad| "
-                  << fmt(history.max_grad_norm(epoch), 3) << "  lr " << fmt(history.back().lr, 5)
-                  << "  test accuracy " << fmt(acc) << "\n";
+      if (epoch < 3 || epoch % 5 == 4) {
+        std::ostringstream line;
+        line << "epoch " << std::setw(2) << epoch + 1 << "  mean loss "
+             << fmt(history.mean_loss(epoch)) << "  max |grad| "
+             << fmt(history.max_grad_norm(epoch), 3) << "  lr " << fmt(history.back().lr, 5)
+             << "  test accuracy " << fmt(acc);
+        bar.write(line.str());
+      }
     }
+    bar.close();
     const auto csv = lesson::output_dir() / "lesson07_history.csv";
     std::filesystem::remove(csv);  // a file left by an earlier run must not pass the check below
     history.write_csv(csv.string());

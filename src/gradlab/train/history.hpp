@@ -1,11 +1,23 @@
 #pragma once
 // A per-step training record (loss, gradient norm, learning rate) and a History of them that
-// lessons print and write as CSV (for plotting curves).
+// lessons print and write as CSV (for plotting curves: tools/plot_curves.py).
+//
+// With run info set (seed, config, git commit), the CSV starts with comment lines and a JSON
+// sidecar is written beside it (run.csv -> run.json):
+//   # seed: 0
+//   # git_commit: 1a2b3c4d5e6f
+//   # config: {"batch_size":64,"lr":0.05}
+//   epoch,step,loss,grad_norm,lr
+//   0,0,2.3025850929940459,1.1320000000000001,0.050000000000000003
+// (pandas: read_csv(path, comment="#")). Without run info the file is the header and rows only.
 
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "gradlab/train/run_info.hpp"
 
 namespace gradlab::train {
 
@@ -34,13 +46,23 @@ class History {
   /// Largest gradient norm seen (over all steps, or one epoch).
   double max_grad_norm() const;
   double max_grad_norm(int64_t epoch) const;
-  /// "epoch,step,loss,grad_norm,lr" then one line per record (full precision).
+  /// Seed, config and commit of the run, written into the CSV header and the JSON sidecar.
+  void set_run_info(RunInfo info) { run_info_ = std::move(info); }
+  const std::optional<RunInfo>& run_info() const { return run_info_; }
+  /// The "# ..." run-info lines (when set), "epoch,step,loss,grad_norm,lr", then one line per
+  /// record (17 significant digits: every double reads back exactly).
   std::string to_csv() const;
-  /// Writes to_csv() to `path` (IOError when it cannot be written).
+  /// {"seed": 0, "git_commit": "...", "config": {...}, "steps": N, "csv": "run.csv"}
+  /// (seed null when unknown).
+  std::string to_json(const std::string& csv_name = "") const;
+  /// Writes to_csv() to `path` and, with run info set, to_json() to `path` with extension
+  /// .json. Each is written crash-safely (io::write_file_atomic: a crash never leaves a
+  /// half-written file in place of the previous one). IOError when it cannot be written.
   void write_csv(const std::string& path) const;
 
  private:
   std::vector<StepRecord> records_;
+  std::optional<RunInfo> run_info_;
 };
 
 }  // namespace gradlab::train
