@@ -51,8 +51,8 @@ struct InputStats {
 
 /// Per-channel mean and std of the inputs (metrics "mean_<c>", "std_<c>").
 /// Without reference statistics: warn when the inputs look unnormalized (a channel with
-/// |mean| > 1 or std outside [0.2, 5]). With them: the observed per-position means are compared
-/// with what each hypothesis predicts — prepared as expected, normalization missing, image
+/// |mean| > 1 or std outside [0.2, 5]). With them: the observed per-position means and stds are
+/// compared with what each hypothesis predicts — prepared as expected, normalization missing, image
 /// transposed (H and W swapped), channels reversed (RGB ↔ BGR), and their combinations — and the
 /// best fit other than "as expected" is a fail naming it.
 Finding check_input_stats(const Tensor& inputs, const InputStats& expected = {});
@@ -65,7 +65,9 @@ Finding check_split_leakage(const Tensor& a, const Tensor& b, double max_fractio
 /// Reads up to `max_batches` batches of one pass of `loader` (its position is restored
 /// afterwards) and compares the labels per batch with what a shuffled loader gives: fail when
 /// batches hold far fewer distinct labels than shuffling would (sorted by label, shuffle
-/// forgotten). metrics "distinct_per_batch", "expected_distinct_per_batch".
+/// forgotten). The label frequencies come from the batches read (the uniform ones over
+/// num_classes when those batches miss some classes). metrics "distinct_per_batch",
+/// "expected_distinct_per_batch".
 Finding check_loader_order(data::DataLoader& loader, int64_t num_classes, size_t max_batches = 16);
 
 /// Every data check that applies: finite, label range and balance (when num_classes > 0),

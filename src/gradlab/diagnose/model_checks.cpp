@@ -231,25 +231,23 @@ Finding check_activations(const Model& model, const Tensor& inputs, const Activa
   for (const LayerStats& s : layers) {
     const std::string label = "'" + s.name + "' (" + s.type + ")";
     std::string line = label + " " + shape_str(s.shape) + ": mean " + num(s.mean, 3) + ", std " + num(s.std, 3);
-    if (s.type == "ReLU") {
-      f.metrics["dead_" + s.name] = s.dead_fraction;
-      line += ", dead units " + num(100 * s.dead_fraction, 3) + "%";
-      if (s.dead_fraction > options.max_dead_fraction) {
+    // One fraction per activation kind, judged alike: above max fail, above max / 2 warn.
+    auto judge = [&](const char* key, double frac, double max, const char* shown, const char* why) {
+      f.metrics[key + s.name] = frac;
+      line += std::string(", ") + shown + " " + num(100 * frac, 3) + "%";
+      if (frac > max) {
         f.verdict = Verdict::Fail;
-        bad.push_back(label + ": " + num(100 * s.dead_fraction, 3) + "% of its units are 0 for every sample (dead ReLU)");
-      } else if (s.dead_fraction > options.max_dead_fraction / 2) {
+        bad.push_back(label + ": " + num(100 * frac, 3) + "% " + why);
+      } else if (frac > max / 2) {
         f.verdict = std::max(f.verdict, Verdict::Warn);
       }
-    } else if (s.type == "Tanh" || s.type == "Sigmoid") {
-      f.metrics["saturated_" + s.name] = s.saturated_fraction;
-      line += ", saturated " + num(100 * s.saturated_fraction, 3) + "%";
-      if (s.saturated_fraction > options.max_saturated_fraction) {
-        f.verdict = Verdict::Fail;
-        bad.push_back(label + ": " + num(100 * s.saturated_fraction, 3) + "% of its outputs are saturated (gradient ~0)");
-      } else if (s.saturated_fraction > options.max_saturated_fraction / 2) {
-        f.verdict = std::max(f.verdict, Verdict::Warn);
-      }
-    }
+    };
+    if (s.type == "ReLU")
+      judge("dead_", s.dead_fraction, options.max_dead_fraction, "dead units",
+            "of its units are 0 for every sample (dead ReLU)");
+    else if (s.type == "Tanh" || s.type == "Sigmoid")
+      judge("saturated_", s.saturated_fraction, options.max_saturated_fraction, "saturated",
+            "of its outputs are saturated (gradient ~0)");
     f.evidence += (f.evidence.empty() ? "" : "\n") + line;
   }
   if (layers.empty()) f.evidence = "no module forward was seen (hooks need holders or Sequential: fc(x), not fc->forward(x))";
@@ -407,7 +405,9 @@ Finding check_loss_pairing(const Model& model, const Loss& loss, const Tensor& i
     HookScope hooks(*model.module, [&](nn::Module& m, const Tensor& y) {
       if (!y.defined() || !y.grad_fn() || !scope) return;
       const Node* n = y.grad_fn().get();
-      if (!module_of.count(n) || is_leaf_module(m)) module_of[n] = "module '" + scope->name_of(&m) + "' (" + m.name() + ")";
+      const std::string& name = scope->name_of(&m);
+      if (!module_of.count(n) || is_leaf_module(m))
+        module_of[n] = (name.empty() ? std::string("the model") : "module '" + name + "'") + " (" + m.name() + ")";
     });
     scope = &hooks;
     out = model(inputs);

@@ -79,6 +79,7 @@ StepResult train_step(const Model& model, const Loss& loss, optim::Optimizer& op
   r.loss = l.item<double>();
   r.accuracy = accuracy_of(loss, out, y);
   if (!std::isfinite(r.loss)) return r;
+  if (!l.requires_grad()) return r;  // no parameter reaches the loss: grad norm 0, nothing to step
   l.backward();
   double sq = 0;
   for (const Tensor& p : model.module->parameters())
@@ -281,7 +282,7 @@ GradientStatsResult gradient_stats(const Model& model, const Loss& loss, optim::
     for (int64_t k = 0; k < options.steps && !nonfinite; ++k) {
       optimizer.zero_grad();
       const Tensor l = loss(model(detail::rows(inputs, perm, k * bs, bs)), detail::rows(targets, perm, k * bs, bs));
-      l.backward();
+      if (l.requires_grad()) l.backward();
       std::vector<Tensor> before;
       {
         NoGradGuard no_grad;
@@ -386,7 +387,7 @@ Finding watch_nonfinite(const Model& model, const Loss& loss, optim::Optimizer& 
     if (!std::isfinite(l.item<double>()))
       return stop(k, 1, "the loss is " + num(l.item<double>()) + " (no single op turned finite values into it)", lr_hint);
     try {
-      l.backward();
+      if (l.requires_grad()) l.backward();
     } catch (const autograd::AnomalyError& e) {
       return stop(k, 2, e.what(), lr_hint);
     }
