@@ -1,19 +1,11 @@
 // Data checks: each catches its planted bug and stays quiet on healthy data.
 
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
-#include <algorithm>
 #include <cmath>
 #include <limits>
-#include <numeric>
 
 #include "diagnose/fixtures.hpp"
 
-namespace gl = gradlab;
-namespace dg = gradlab::diagnose;
 using namespace diagnose_fixtures;
-using ::testing::HasSubstr;
 
 namespace {
 
@@ -169,14 +161,7 @@ TEST(DiagnoseData, SplitLeakage) {
 
 TEST(DiagnoseData, LoaderOrderCatchesAForgottenShuffle) {
   // The training split sorted by label, as some files come.
-  const gl::Tensor y = digits().train.targets();
-  const std::vector<int64_t> labels = y.to_vector<int64_t>();
-  std::vector<int64_t> idx(labels.size());
-  std::iota(idx.begin(), idx.end(), 0);
-  std::stable_sort(idx.begin(), idx.end(), [&](int64_t a, int64_t b) { return labels[size_t(a)] < labels[size_t(b)]; });
-  const gl::Tensor order = gl::from_vector(idx, {static_cast<int64_t>(idx.size())});
-  const gl::data::TensorDataset sorted(gl::index_select(digits().train.data(), 0, order),
-                                       gl::index_select(y, 0, order));
+  const gl::data::TensorDataset sorted = sorted_by_label(digits().train.data(), digits().train.targets());
   gl::data::DataLoader plain(sorted, gl::data::DataLoaderOptions(64));
   const dg::Finding bad = dg::check_loader_order(plain, 10);
   EXPECT_EQ(bad.verdict, dg::Verdict::Fail) << bad;

@@ -2,12 +2,20 @@
 // Shared by the diagnose checks: the digits split (loaded once), the healthy digits MLP
 // (64-128-10, as lessons 07/08) and the planted bugs doctor must find.
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
 #include <gradlab/gradlab.hpp>
+#include <numeric>
+#include <vector>
 
 namespace diagnose_fixtures {
 
 namespace gl = gradlab;
 namespace nn = gradlab::nn;
+namespace dg = gradlab::diagnose;
+using ::testing::HasSubstr;
 
 /// The standardized split (train 1437 x 64, test 360 x 64), loaded once per process.
 inline const gl::data::DigitsSplit& digits() {
@@ -51,5 +59,29 @@ inline std::vector<double> flat(const nn::Module& m) {
   gl::NoGradGuard no_grad;
   return nn::utils::parameters_to_vector(m.parameters()).to(gl::kFloat64).to_vector<double>();
 }
+
+/// The rows of (x, y) reordered by label (stable), as some files come.
+inline gl::data::TensorDataset sorted_by_label(const gl::Tensor& x, const gl::Tensor& y) {
+  const std::vector<int64_t> labels = y.to_vector<int64_t>();
+  std::vector<int64_t> idx(labels.size());
+  std::iota(idx.begin(), idx.end(), 0);
+  std::stable_sort(idx.begin(), idx.end(),
+                   [&](int64_t a, int64_t b) { return labels[size_t(a)] < labels[size_t(b)]; });
+  const gl::Tensor order = gl::from_vector(idx, {static_cast<int64_t>(idx.size())});
+  return gl::data::TensorDataset(gl::index_select(x, 0, order), gl::index_select(y, 0, order));
+}
+
+/// 64 -> 128 -> 128 -> 10 whose forward leaves fc2 out (a layer left out).
+struct LayerLeftOutImpl : nn::Module {
+  nn::Linear fc1{nullptr}, fc2{nullptr}, fc3{nullptr};
+  LayerLeftOutImpl() {
+    gl::manual_seed(1);
+    fc1 = register_module("fc1", nn::Linear(64, 128));
+    fc2 = register_module("fc2", nn::Linear(128, 128));
+    fc3 = register_module("fc3", nn::Linear(128, 10));
+  }
+  gl::Tensor forward(const gl::Tensor& x) { return fc3(gl::relu(fc1(x))); }
+};
+GRADLAB_MODULE(LayerLeftOut);
 
 }  // namespace diagnose_fixtures

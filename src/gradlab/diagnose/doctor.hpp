@@ -54,7 +54,9 @@ struct DoctorOptions {
 };
 
 /// Runs the stages data -> model -> training, stopping after the first that fails. The model
-/// and optimizer are left as they were (every training check restores them).
+/// and optimizer are left as they were (every training check restores them). A gradlab::Error
+/// thrown by the user's model, loss or optimizer inside a check becomes a failed finding of that
+/// stage ("the check could not run: ..."); bad arguments to doctor itself throw.
 Report doctor(const Model& model, const Loss& loss, optim::Optimizer& optimizer, const DoctorData& data,
               const DoctorOptions& options = {});
 
