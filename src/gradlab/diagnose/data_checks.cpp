@@ -373,7 +373,7 @@ Finding check_input_stats(const Tensor& inputs, const InputStats& expected) {
   if (best != want && want->err > std::max(0.1, noise) && best->err < 0.5 * want->err) {
     f.verdict = Verdict::Fail;
     f.evidence = "the inputs fit '" + describe(*best) + "' (mismatch " + num(best->err, 3) + ") better than the expected preparation (" +
-                 num(want->err, 3) + "); " + f.evidence;
+                 num(want->err, 3) + ")\n" + f.evidence;
     if (best->normalized != expected.normalized)
       f.hint = expected.normalized ? "normalize the inputs with the reference statistics: x = (x - mean) / std"
                                    : "the model takes raw inputs: remove the normalization";
