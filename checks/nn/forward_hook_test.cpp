@@ -48,6 +48,16 @@ TEST(ForwardHook, HolderAndSequentialCallTheHooks) {
   EXPECT_EQ(seen, (std::vector<std::string>{"ReLU", "Sequential"}));
 }
 
+TEST(ForwardHook, SequentialOfModulePointersCallsTheHooks) {
+  nn::SequentialImpl seq;
+  auto relu = std::make_shared<nn::ReLUImpl>();
+  seq.push_back("act", relu);
+  int calls = 0;
+  relu->register_forward_hook([&](nn::Module&, const gl::Tensor&) { ++calls; });
+  seq.forward(gl::ones({2}));
+  EXPECT_EQ(calls, 1);
+}
+
 TEST(ForwardHook, AHookMayRemoveItself) {
   nn::ReLU act;
   int calls = 0;
