@@ -5,9 +5,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <map>
 #include <numbers>
-#include <set>
+#include <string>
 #include <unordered_set>
+#include <vector>
 
 #include "gradlab/autograd/engine.hpp"
 #include "gradlab/autograd/grad_mode.hpp"

@@ -37,7 +37,8 @@ struct LayerStats {
   std::string type;  ///< module type, e.g. "ReLU"
   Shape shape;
   double mean = 0, std = 0;
-  /// ReLU: units (features along dim 1) that are 0 for every sample of the batch.
+  /// ReLU: the fraction of units (positions of one sample's output, e.g. the 128 features of a
+  /// [B, 128] output) that are 0 for every sample of the batch.
   double dead_fraction = 0;
   /// Tanh / Sigmoid: elements within 1% of the asymptotes (|tanh| > 0.99, sigmoid < 0.01 or
   /// > 0.99), where the gradient has almost vanished.

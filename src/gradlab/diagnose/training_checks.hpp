@@ -71,8 +71,8 @@ struct LRRangeResult {
   double diverged_lr = 0;           ///< first LR whose loss blew up (0 when none did)
   /// Suggested range: [best_lr / 100, best_lr / 10] (a safe distance below the minimum).
   double suggested_min = 0, suggested_max = 0;
-  /// ok when the optimizer's LR lies below the divergence point and no more than 100x below the
-  /// suggested range; fail at or above the divergence point; warn far below the range.
+  /// fail when the optimizer's LR is at or above the divergence point; warn when it is above
+  /// best_lr, or more than 10x below suggested_min; ok otherwise.
   Finding finding;
 };
 
