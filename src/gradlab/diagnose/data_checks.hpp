@@ -4,7 +4,8 @@
 // Finding of stage Data.
 //
 //   auto f = diagnose::check_label_range(train.targets(), 10);
-//   if (f.failed()) std::cout << f << "\n";   // [fail] data/label_range: label 10 at index 0 ...
+//   if (f.failed()) std::cout << f << "\n";   // [fail] data/label_range: 144 of 1437 labels are
+//                                            // outside [0, 10), the first: label 10 at index 23 ...
 
 #include <cstdint>
 #include <vector>
@@ -21,7 +22,8 @@ namespace gradlab::diagnose {
 Finding check_finite(const Tensor& inputs, const Tensor& targets = {});
 
 /// Class indices outside [0, num_classes) (fail, with the first index and value and the range
-/// seen, e.g. "labels span [1, 10]: shifted by one?"). Non-integer targets are a fail too.
+/// seen, e.g. "labels span [1, 10]", and a "shifted by one" hint when they span [1, C]).
+/// Non-integer targets are a fail too.
 Finding check_label_range(const Tensor& targets, int64_t num_classes);
 
 /// The label histogram and the imbalance ratio max count / min count (metrics "count_<c>",

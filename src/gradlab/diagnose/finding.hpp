@@ -69,7 +69,8 @@ class Report {
   std::optional<Stage> stopped_at;
 
   /// Text for people: one block per stage, one line per finding, then the verdict line
-  /// ("doctor: stopped at the data stage (2 failures): fix these first, then run again").
+  /// ("doctor: stopped at the data stage (2 failures): fix it first, then run again", or
+  /// "doctor: no failure").
   std::string text() const;
   /// JSON for tools: {"verdict", "stages_run", "stopped_at", "findings": [{"stage", "check",
   /// "verdict", "evidence", "hint", "metrics": {...}}]}.

@@ -1,10 +1,11 @@
 #pragma once
 // Model checks: one forward and backward on a batch, before any training. Each returns one
-// Finding of stage Model (activation_stats returns one per layer plus a summary).
+// Finding of stage Model (activation_stats returns the raw numbers per layer).
 //
 //   auto f = diagnose::check_loss_pairing(model, loss, xb, yb);
-//   // [fail] model/loss_pairing: softmax (DivBackward0 at net.cpp:14 (in forward)) is fed to
-//   //        CrossEntropyLoss, which applies log_softmax itself ...
+//   // [fail] model/loss_pairing: softmax (DivBackward0, called at net.cpp:14 (in forward)), the
+//   //        output of module '3' (Softmax) is fed to cross_entropy (...), which applies
+//   //        log_softmax itself ...
 
 #include <cstdint>
 #include <string>
@@ -60,8 +61,8 @@ Finding check_activations(const Model& model, const Tensor& inputs, const Activa
 /// Batch independence: backpropagates sample i's output alone and checks that the gradient
 /// reaches no other sample's input (a model must not mix the samples of a batch: a reshape or
 /// transpose across the batch dim, a reduction over dim 0, ...). When samples mix and the model
-/// has a BatchNorm in training mode, that is named as the legitimate cause (warn) and the check
-/// is repeated in eval mode, which must be independent. metrics "leak" (max |grad| on other
+/// has a BatchNorm in training mode, that is named as the legitimate cause (ok, not a bug) and
+/// the check is repeated in eval mode, which must be independent (else fail). metrics "leak" (max |grad| on other
 /// samples / max |grad| on sample i).
 Finding check_batch_independence(const Model& model, const Tensor& inputs, int64_t sample = 0);
 
