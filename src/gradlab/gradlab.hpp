@@ -31,6 +31,7 @@
 #include "gradlab/train/summary_writer.hpp"
 #include "gradlab/train/tfrecord.hpp"
 #include "gradlab/data/data.hpp"
+#include "gradlab/diagnose/diagnose.hpp"
 #include "gradlab/io/io.hpp"
 #include "gradlab/testing/gradcheck.hpp"
 #include "gradlab/testing/mutants.hpp"
