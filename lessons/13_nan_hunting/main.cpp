@@ -79,7 +79,8 @@ Run train(nn::Sequential& m, const gl::Tensor& x, const gl::Tensor& y, double lr
     for (gl::data::Batch& b : loader) {
       o->zero_grad();
       const gl::Tensor out = m(b.data);
-      gl::Tensor l = loss == Loss::kMse ? mse(out, eye.index_select(0, b.target)) : ce(out, b.target);
+      gl::Tensor l =
+          loss == Loss::kMse ? mse(out, eye.index_select(0, b.target)) : ce(out, b.target);
       l.backward();
       const double norm = clip > 0 ? nn::utils::clip_grad_norm_(m->parameters(), clip)
                                    : nn::utils::grad_norm(m->parameters());
@@ -113,7 +114,9 @@ std::string anomaly_of(F&& f) {
   return "";
 }
 
-bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
@@ -144,7 +147,8 @@ gl::Tensor masked_mean(const gl::Tensor& per_sample, const gl::Tensor& mask) {
   return gl::div((per_sample * mask).sum(), mask.sum());
 }
 
-// Mean Euclidean distance between paired rows: sqrt is finite at 0, its derivative 1/(2 sqrt) is not.
+// Mean Euclidean distance between paired rows: sqrt is finite at 0, its derivative 1/(2 sqrt) is
+// not.
 gl::Tensor mean_distance(const gl::Tensor& u, const gl::Tensor& v, double eps = 0) {
   const gl::Tensor sq = ((u - v) * (u - v)).sum({1});  // [N]
   g_sqrt_line = __LINE__ + 1;
@@ -166,9 +170,7 @@ struct BagOfTokens {
     emb = nn::Embedding(nn::EmbeddingOptions(20, 16).padding_idx(0));
     fc = nn::Linear(16, 2);
   }
-  std::vector<gl::Tensor> parameters() const {
-    return {emb->weight, fc->weight, fc->bias};
-  }
+  std::vector<gl::Tensor> parameters() const { return {emb->weight, fc->weight, fc->bias}; }
   gl::Tensor logits(const gl::Tensor& tokens) const {
     const gl::Tensor pooled = emb(tokens).sum({1});  // [B, L, D] -> [B, D]: grows with L
     return fc(pooled);
@@ -194,7 +196,8 @@ Sequences make_sequences(size_t n, int64_t min_len, int64_t max_len, uint64_t se
   const gl::Tensor lens = gl::randint(min_len, max_len + 1, {static_cast<int64_t>(n)}, {}, &gen);
   for (int64_t len : lens.to_vector<int64_t>()) {
     const auto tok = gl::randint(1, 20, {len}, {}, &gen).to_vector<int64_t>();
-    const auto ones = std::count(tok.begin(), tok.end(), 1), twos = std::count(tok.begin(), tok.end(), 2);
+    const auto ones = std::count(tok.begin(), tok.end(), 1),
+               twos = std::count(tok.begin(), tok.end(), 2);
     s.seqs.push_back(tok);
     s.labels.push_back(ones > twos ? 1 : 0);
   }
@@ -210,8 +213,10 @@ gl::Tensor pad(const Sequences& s, size_t first, size_t count, int64_t max_len =
   std::vector<int64_t> flat(count * static_cast<size_t>(longest), 0);
   for (size_t i = 0; i < count; ++i)
     for (int64_t t = 0; t < longest && t < static_cast<int64_t>(s.seqs[first + i].size()); ++t)
-      flat[i * static_cast<size_t>(longest) + static_cast<size_t>(t)] = s.seqs[first + i][static_cast<size_t>(t)];
-  return gl::from_vector(flat, {static_cast<int64_t>(count), longest}, gl::TensorOptions().dtype(gl::kInt64));
+      flat[i * static_cast<size_t>(longest) + static_cast<size_t>(t)] =
+          s.seqs[first + i][static_cast<size_t>(t)];
+  return gl::from_vector(flat, {static_cast<int64_t>(count), longest},
+                         gl::TensorOptions().dtype(gl::kInt64));
 }
 
 // Three epochs of SGD(0.01) on batches of 32 (in order) with the hand-written loss -log p_y.
@@ -277,9 +282,10 @@ int main() {
       const Run r = train(m, x, y, 10.0, 300);
       std::cout << "gradient norm at steps 0, 5, 10, 15, 20:";
       for (int s : {0, 5, 10, 15, 20})
-        if (s < static_cast<int>(r.grad_norm.size())) std::cout << " " << fmt("%.3g", r.grad_norm[static_cast<size_t>(s)]);
-      std::cout << "\nfirst non-finite loss at step " << r.first_bad << " (loss "
-                << r.loss.back() << "), last finite gradient norm "
+        if (s < static_cast<int>(r.grad_norm.size()))
+          std::cout << " " << fmt("%.3g", r.grad_norm[static_cast<size_t>(s)]);
+      std::cout << "\nfirst non-finite loss at step " << r.first_bad << " (loss " << r.loss.back()
+                << "), last finite gradient norm "
                 << fmt("%.3g", r.grad_norm[r.grad_norm.size() - 2]) << "\n";
       L.check(r.first_bad > 0 && r.first_bad < 100,
               "with lr 10 the loss becomes non-finite within 100 steps");
@@ -369,10 +375,11 @@ int main() {
         first_bad_lr.push_back(bad_lr);
         each_row_has_a_finite_lr = each_row_has_a_finite_lr && finite_somewhere;
       }
-      std::cout << nan_runs << " of " << runs << " runs went non-finite; the first LR that does: "
-                << fmt("%g", first_bad_lr[0]) << " (healthy), " << fmt("%g", first_bad_lr[1])
-                << " (raw pixels), " << fmt("%g", first_bad_lr[2]) << " (init x10), "
-                << fmt("%g", first_bad_lr[3]) << " (both)\n";
+      std::cout << nan_runs << " of " << runs
+                << " runs went non-finite; the first LR that does: " << fmt("%g", first_bad_lr[0])
+                << " (healthy), " << fmt("%g", first_bad_lr[1]) << " (raw pixels), "
+                << fmt("%g", first_bad_lr[2]) << " (init x10), " << fmt("%g", first_bad_lr[3])
+                << " (both)\n";
       L.check(each_row_has_a_finite_lr && nan_runs > 0,
               "every set-up runs finite at a low enough LR: lowering the LR alone removes every "
               "NaN of the table");
@@ -445,7 +452,8 @@ int main() {
         fwd = anomaly_of([&] { l = ce(p(xbad.narrow(0, 64, 64)), y.narrow(0, 64, 64)); });
         bwd = anomaly_of([&] { l.backward(); });
       }
-      std::cout << "anomaly mode, forward: " << (fwd.empty() ? "(silent)" : first_line(fwd)) << "\n";
+      std::cout << "anomaly mode, forward: " << (fwd.empty() ? "(silent)" : first_line(fwd))
+                << "\n";
       std::cout << "anomaly mode, backward: " << first_line(bwd).substr(0, 96) << " ...\n";
       L.check(fwd.empty(),
               "anomaly mode stays silent in the forward pass: no op turned finite inputs into NaN");
@@ -463,9 +471,9 @@ int main() {
       nn::Sequential mf = make_mlp(0);
       const Run rf = train(mf, xbad.index_select(0, idx), y.index_select(0, idx), 0.1, 100);
       const double accf = accuracy(mf, d.test.data(), d.test.targets());
-      std::cout << "row dropped (" << keep.size() << " rows left): "
-                << (rf.first_bad < 0 ? "finite" : "NaN") << " for 100 steps, test accuracy "
-                << fmt(accf) << "\n";
+      std::cout << "row dropped (" << keep.size()
+                << " rows left): " << (rf.first_bad < 0 ? "finite" : "NaN")
+                << " for 100 steps, test accuracy " << fmt(accf) << "\n";
       L.check(keep.size() == 1436 && rf.first_bad < 0 && accf > 0.9,
               "without the corrupted row the same run is finite and learns (> 90%)");
     }
@@ -492,8 +500,8 @@ int main() {
       const double fixed = nn::functional::cross_entropy(z, t).item<double>();
       // log_softmax = z - logsumexp(z): row 0 gives 0 - 120 = -120 exactly; row 1 is finite.
       const double row1 = std::log(2 + std::exp(2.0)) - 2.0;
-      L.check_close(fixed, (120.0 + row1) / 2, "the fix, cross_entropy (log_softmax inside), is finite",
-                    1e-4);
+      L.check_close(fixed, (120.0 + row1) / 2,
+                    "the fix, cross_entropy (log_softmax inside), is finite", 1e-4);
 
       // (b) 0 / 0: the mean over the samples a mask selects, on a batch that selects none.
       const gl::Tensor per_sample = gl::tensor({0.5, 1.5, 2.0});
@@ -503,15 +511,16 @@ int main() {
         gl::autograd::DetectAnomalyGuard anomaly;
         m = anomaly_of([&] { masked_mean(per_sample, none); });
       }
-      std::cout << "masked mean over an empty mask: " << mm << "\nanomaly mode: "
-                << first_line(m).substr(0, 110) << " ...\n";
+      std::cout << "masked mean over an empty mask: " << mm
+                << "\nanomaly mode: " << first_line(m).substr(0, 110) << " ...\n";
       L.check(std::isnan(mm), "0 / 0 is NaN");
       L.check(has(m, "anomaly detected in forward: Div (called at ") &&
                   has(m, kThisFile + std::to_string(g_div_line)),
               "anomaly mode names Div and the lesson's line " + std::to_string(g_div_line));
       const double safe =
           gl::div((per_sample * none).sum(), gl::clamp(none.sum(), 1.0)).item<double>();
-      L.check(safe == 0.0, "the fix, dividing by clamp(mask.sum(), min 1), gives 0 for an empty mask");
+      L.check(safe == 0.0,
+              "the fix, dividing by clamp(mask.sum(), min 1), gives 0 for an empty mask");
 
       // (c) Born in backward: sqrt(0) = 0 is fine, its derivative 1 / (2 sqrt(0)) = inf, and
       // inf * 0 (from d(u - v)^2 = 2 (u - v) = 0) = NaN.
@@ -530,14 +539,16 @@ int main() {
         gl::Tensor again = mean_distance(u, v);
         m = anomaly_of([&] { again.backward(); });
       }
-      std::cout << "distance loss " << fmt(dist.item<double>()) << " (finite); anomaly mode in "
-                                                                    "backward: "
+      std::cout << "distance loss " << fmt(dist.item<double>())
+                << " (finite); anomaly mode in "
+                   "backward: "
                 << first_line(m).substr(0, 90) << " ...\n";
       L.check(forward_finite && has(m, "anomaly detected in backward: SqrtBackward0") &&
                   has(m, "The forward op was called at " + std::string(kThisFile) +
                              std::to_string(g_sqrt_line)),
               "a finite forward, a NaN born in backward: anomaly mode names SqrtBackward0 and "
-              "the line of its forward call, " + std::to_string(g_sqrt_line));
+              "the line of its forward call, " +
+                  std::to_string(g_sqrt_line));
       u.zero_grad();
       mean_distance(u, v, 1e-12).backward();
       const bool grads_finite =
@@ -577,7 +588,8 @@ int main() {
       for (int64_t len : {1, 10, 30}) {
         gl::NoGradGuard no_grad;
         const double zl = model.logits(probe(len)).to_vector<double>()[cls];
-        worst_rel = std::max(worst_rel, std::abs(zl - (len * slope + bias)) / std::abs(len * slope + bias));
+        worst_rel =
+            std::max(worst_rel, std::abs(zl - (len * slope + bias)) / std::abs(len * slope + bias));
       }
       int64_t lo = 1, hi = 1;  // the first length whose probabilities are not finite
       while (finite_at(hi)) lo = hi, hi *= 2;
@@ -597,8 +609,8 @@ int main() {
         for (size_t t = 1; t < 20; ++t) top = std::max(top, a_v[t * 2 + k]);
         bound = std::max(bound, static_cast<double>(T) * top + b_v[k]);
       }
-      std::cout << "no sequence of at most " << T << " tokens can give a logit above "
-                << fmt(bound) << "\n";
+      std::cout << "no sequence of at most " << T << " tokens can give a logit above " << fmt(bound)
+                << "\n";
       L.check(bound < limit, "so with at most 32 tokens exp(z) cannot overflow at these weights");
       // On sequences like the data's: random tokens, lengths 5 .. 32, and three very long ones
       // (a log file, a concatenated document).
@@ -619,14 +631,16 @@ int main() {
         for (size_t i = 0; i + 32 <= 512; i += 32) {
           Sequences only_short;
           for (size_t k = i; k < i + 32; ++k)
-            if (data.seqs[k].size() <= static_cast<size_t>(T)) only_short.seqs.push_back(data.seqs[k]);
+            if (data.seqs[k].size() <= static_cast<size_t>(T))
+              only_short.seqs.push_back(data.seqs[k]);
           const gl::Tensor p = model.probs(pad(only_short, 0, only_short.seqs.size()));
           short_ok = short_ok && gl::isfinite(p).to(gl::kInt64).sum().item<int64_t>() == p.numel();
         }
       }
       std::cout << "anomaly mode on the 3000-token sequence: " << first_line(m).substr(0, 100)
                 << " ...\n";
-      L.check(short_ok, "every sequence of at most 32 tokens in the data gives finite probabilities");
+      L.check(short_ok,
+              "every sequence of at most 32 tokens in the data gives finite probabilities");
       L.check(has(m, "anomaly detected in forward: Exp (called at ") &&
                   has(m, kThisFile + std::to_string(g_exp_line)),
               "a 3000-token one does not: anomaly mode names Exp and the lesson's line " +
@@ -636,7 +650,8 @@ int main() {
       const SeqRun cut = train_bag(m_cut, data, T);
       Sequences kept;
       for (size_t i = 0; i < data.seqs.size(); ++i)
-        if (data.seqs[i].size() <= static_cast<size_t>(T)) kept.seqs.push_back(data.seqs[i]), kept.labels.push_back(data.labels[i]);
+        if (data.seqs[i].size() <= static_cast<size_t>(T))
+          kept.seqs.push_back(data.seqs[i]), kept.labels.push_back(data.labels[i]);
       const SeqRun filtered = train_bag(m_filtered, kept, 0);
       std::cout << "three epochs as is: first non-finite loss at step " << plain.first_bad
                 << " (the batch of row 50)\n"
@@ -644,7 +659,8 @@ int main() {
                 << fmt(cut.last_loss) << "\nlonger than 32 filtered out (" << kept.seqs.size()
                 << " left): finite, loss " << fmt(filtered.first_loss) << " -> "
                 << fmt(filtered.last_loss) << "\n";
-      L.check(plain.first_bad == 1, "training as is: the loss is NaN at the batch of the first long one");
+      L.check(plain.first_bad == 1,
+              "training as is: the loss is NaN at the batch of the first long one");
       L.check(cut.first_bad < 0 && cut.last_loss < cut.first_loss,
               "truncated to 32 tokens: every loss finite, and it falls");
       L.check(filtered.first_bad < 0 && filtered.last_loss < filtered.first_loss,
