@@ -25,6 +25,12 @@ struct Site {
   std::string str() const;
 };
 
+/// A source path as sites print it: from the last path component named src/, lessons/, checks/,
+/// bench/ or notebooks/ on ("/home/me/gradlab/src/gradlab/nn/layers.cpp" ->
+/// "src/gradlab/nn/layers.cpp"); the path unchanged when it has none. Only whole components
+/// count: a checkout in "/work/i11-lessons/" keeps "src/..." for its library files.
+std::string short_source_path(std::string_view file);
+
 /// Base of every exception gradlab throws.
 class Error : public std::runtime_error {
  public:
