@@ -26,6 +26,7 @@
 #include "gradlab/optim/optim.hpp"
 #include "gradlab/train/history.hpp"
 #include "gradlab/data/data.hpp"
+#include "gradlab/diagnose/diagnose.hpp"
 #include "gradlab/io/io.hpp"
 #include "gradlab/testing/gradcheck.hpp"
 #include "gradlab/testing/mutants.hpp"

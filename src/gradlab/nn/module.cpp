@@ -187,6 +187,24 @@ void Module::zero_grad(bool set_to_none) {
   for (Tensor& p : parameters()) p.zero_grad(set_to_none);
 }
 
+unsigned Module::register_forward_hook(ForwardHook hook) {
+  GRADLAB_CHECK(static_cast<bool>(hook), ValueError, "Module::register_forward_hook",
+                "the hook is empty", "a callable", "an empty std::function");
+  const unsigned id = autograd::next_hook_id();
+  forward_hooks_.emplace_back(id, std::move(hook));
+  return id;
+}
+
+void Module::remove_forward_hook(unsigned handle) {
+  std::erase_if(forward_hooks_, [handle](const auto& h) { return h.first == handle; });
+}
+
+void Module::run_forward_hooks(const Tensor& output) {
+  // NOTE: a copy, so that a hook may remove itself (or add another) while they run.
+  const auto hooks = forward_hooks_;
+  for (const auto& [id, hook] : hooks) hook(*this, output);
+}
+
 void Module::for_each_tensor(const std::function<void(Tensor&)>& fn) {
   for (auto& [n, t] : parameters_) fn(t);
   for (auto& [n, t] : buffers_) fn(t);

@@ -34,6 +34,9 @@ struct LoadResult {
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 
 class Module;
+/// Called after a module's forward with the module and its output (PyTorch's forward hook,
+/// without the inputs: forward signatures differ from module to module).
+using ForwardHook = std::function<void(Module& module, const Tensor& output)>;
 /// Name -> submodule pairs in registration order.
 using NamedModules = std::vector<std::pair<std::string, std::shared_ptr<Module>>>;
 
@@ -106,6 +109,18 @@ class Module : public std::enable_shared_from_this<Module> {
   /// Number of parameter elements (only trainable ones when asked).
   int64_t num_parameters(bool trainable_only = false) const;
 
+  // ---- forward hooks ------------------------------------------------------------------------
+  /// Calls hook(module, output) after every forward of this module made through its holder
+  /// (`fc(x)`) or a Sequential (a direct `fc->forward(x)` skips hooks). Returns a handle for
+  /// remove_forward_hook. diagnose's activation statistics are built on these.
+  unsigned register_forward_hook(ForwardHook hook);
+  /// Removes a hook; an unknown handle is ignored.
+  void remove_forward_hook(unsigned handle);
+  /// Runs the forward hooks on `output` (what holders and Sequential call after forward).
+  void call_forward_hooks(const Tensor& output) {
+    if (!forward_hooks_.empty()) run_forward_hooks(output);  // one branch when none is set
+  }
+
   // ---- persistence (implemented through gradlab::io) ---------------------------------------
   /// Parameters then buffers of each module (depth first), dotted names; the tensors are
   /// detached handles sharing storage with the module's tensors.
@@ -129,12 +144,14 @@ class Module : public std::enable_shared_from_this<Module> {
   void check_new_name(const std::string& name, const char* what) const;
   void collect(const std::string& prefix, bool recurse, bool buffers, NamedTensors& out) const;
   void for_each_tensor(const std::function<void(Tensor&)>& fn);
+  void run_forward_hooks(const Tensor& output);
 
   mutable std::string name_;
   NamedTensors parameters_;
   NamedTensors buffers_;
   NamedModules children_;
   bool training_ = true;
+  std::vector<std::pair<unsigned, ForwardHook>> forward_hooks_;
 };
 
 /// The module tree, PyTorch style, with parameter counts:
@@ -179,10 +196,17 @@ class ModuleHolder {
   const std::shared_ptr<Impl>& ptr() const { return impl_; }
   bool is_empty() const { return impl_ == nullptr; }
   explicit operator bool() const { return impl_ != nullptr; }
-  /// Calls forward: fc(x) == fc->forward(x).
+  /// Calls forward: fc(x) == fc->forward(x), then the module's forward hooks on a Tensor result.
   template <class... Args>
   decltype(auto) operator()(Args&&... args) const {
-    return get()->forward(std::forward<Args>(args)...);
+    using Out = decltype(get()->forward(std::forward<Args>(args)...));
+    if constexpr (std::is_same_v<std::decay_t<Out>, Tensor>) {
+      Tensor out = get()->forward(std::forward<Args>(args)...);
+      get()->call_forward_hooks(out);
+      return out;
+    } else {
+      return get()->forward(std::forward<Args>(args)...);
+    }
   }
 
  private:

@@ -19,7 +19,11 @@ struct NamedModule {
   NamedModule(std::string n, H holder)  // NOLINT
       : name(std::move(n)),
         module(holder.ptr()),
-        forward([p = holder.ptr()](const Tensor& x) { return p->forward(x); }) {}
+        forward([p = holder.ptr()](const Tensor& x) {
+          Tensor y = p->forward(x);
+          p->call_forward_hooks(y);
+          return y;
+        }) {}
   std::string name;
   std::shared_ptr<Module> module;
   std::function<Tensor(const Tensor&)> forward;
@@ -53,7 +57,11 @@ class SequentialImpl : public Module {
     GRADLAB_CHECK(module != nullptr, ValueError, "Sequential::push_back", "the module is null",
                   "a module", "nullptr");
     register_module(name, module);
-    forwards_.push_back([module](const Tensor& x) { return module->forward(x); });
+    forwards_.push_back([module](const Tensor& x) {
+      Tensor y = module->forward(x);
+      module->call_forward_hooks(y);
+      return y;
+    });
   }
 
   /// Applies every module in order.

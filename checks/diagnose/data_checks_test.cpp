@@ -1,0 +1,183 @@
+// Data checks: each catches its planted bug and stays quiet on healthy data.
+
+#include <cmath>
+#include <limits>
+
+#include "diagnose/fixtures.hpp"
+
+using namespace diagnose_fixtures;
+
+namespace {
+
+gl::Tensor with_value(gl::Tensor x, int64_t row, int64_t col, double v) {
+  x = x.clone();
+  gl::NoGradGuard no_grad;
+  x.select(0, row).select(0, col).fill_(v);
+  return x;
+}
+
+}  // namespace
+
+TEST(DiagnoseData, FiniteNamesTheFirstBadElement) {
+  const dg::Finding ok = dg::check_finite(digits().train.data(), digits().train.targets());
+  EXPECT_EQ(ok.verdict, dg::Verdict::Ok) << ok;
+  EXPECT_EQ(ok.stage, dg::Stage::Data);
+
+  const gl::Tensor x = with_value(with_value(digits().train.data(), 17, 3, NAN), 40, 0,
+                                  std::numeric_limits<double>::infinity());
+  const dg::Finding bad = dg::check_finite(x, digits().train.targets());
+  EXPECT_EQ(bad.verdict, dg::Verdict::Fail);
+  EXPECT_THAT(bad.evidence, HasSubstr("the first inputs[17, 3] = nan (row 17)"));
+  EXPECT_EQ(bad.metric("nonfinite_inputs"), 2);
+
+  const gl::Tensor y = gl::tensor({1.0, 2.0, NAN});
+  const dg::Finding bad_y = dg::check_finite(gl::zeros({3, 2}), y);
+  EXPECT_EQ(bad_y.verdict, dg::Verdict::Fail);
+  EXPECT_THAT(bad_y.evidence, HasSubstr("targets[2]"));
+}
+
+TEST(DiagnoseData, LabelRangeCatchesLabelsShiftedByOne) {
+  const dg::Finding ok = dg::check_label_range(digits().train.targets(), 10);
+  EXPECT_EQ(ok.verdict, dg::Verdict::Ok) << ok;
+  EXPECT_EQ(ok.metric("max"), 9);
+
+  const dg::Finding shifted = dg::check_label_range(digits().train.targets() + 1, 10);
+  EXPECT_EQ(shifted.verdict, dg::Verdict::Fail);
+  EXPECT_THAT(shifted.evidence, HasSubstr("labels span [1, 10]"));
+  EXPECT_THAT(shifted.hint, HasSubstr("shifted by one"));
+  EXPECT_EQ(shifted.metric("out_of_range"),
+            gl::sum(digits().train.targets() == 9).item<int64_t>());
+
+  const dg::Finding neg = dg::check_label_range(gl::tensor({int64_t(0), int64_t(-1), int64_t(2)}), 3);
+  EXPECT_EQ(neg.verdict, dg::Verdict::Fail);
+  EXPECT_THAT(neg.evidence, HasSubstr("label -1 at index 1"));
+  EXPECT_EQ(dg::check_label_range(gl::tensor({0.0, 1.0}), 2).verdict, dg::Verdict::Fail) << "float labels";
+  EXPECT_THROW(dg::check_label_range(digits().train.targets(), 0), gl::ValueError);
+}
+
+TEST(DiagnoseData, LabelBalanceWarnsOnMissingClassesAndImbalance) {
+  const dg::Finding ok = dg::check_label_balance(digits().train.targets(), 10);
+  EXPECT_EQ(ok.verdict, dg::Verdict::Ok) << ok;
+  EXPECT_LT(ok.metric("imbalance_ratio"), 1.2);
+  EXPECT_EQ(ok.metric("count_0") + ok.metric("count_9") > 0, true);
+
+  const dg::Finding missing = dg::check_label_balance(digits().train.targets() + 1, 11);
+  EXPECT_EQ(missing.verdict, dg::Verdict::Warn) << missing;
+  EXPECT_THAT(missing.evidence, HasSubstr("never seen: class 0"));
+
+  std::vector<int64_t> y(105, 0);
+  for (int i = 100; i < 105; ++i) y[static_cast<size_t>(i)] = 1;
+  const dg::Finding skew = dg::check_label_balance(gl::from_vector(y, {105}), 2);
+  EXPECT_EQ(skew.verdict, dg::Verdict::Warn);
+  EXPECT_DOUBLE_EQ(skew.metric("imbalance_ratio"), 20.0);
+}
+
+TEST(DiagnoseData, ConstantFeatures) {
+  gl::manual_seed(3);
+  const gl::Tensor x = gl::randn({50, 6});
+  EXPECT_EQ(dg::check_constant_features(x).verdict, dg::Verdict::Ok);
+
+  gl::Tensor c = x.clone();
+  {
+    gl::NoGradGuard no_grad;
+    c.select(1, 4).fill_(2.5);
+  }
+  const dg::Finding one = dg::check_constant_features(c);
+  EXPECT_EQ(one.verdict, dg::Verdict::Warn);
+  EXPECT_THAT(one.evidence, HasSubstr("1 of 6 features"));
+  EXPECT_THAT(one.evidence, HasSubstr(": 4"));
+  EXPECT_EQ(dg::check_constant_features(gl::ones({50, 6})).verdict, dg::Verdict::Fail);
+  // the digits have always-blank pixels: 3 of the 64 never vary in the training split
+  EXPECT_EQ(dg::check_constant_features(digits().train.data()).metric("constant"), 3);
+}
+
+TEST(DiagnoseData, InputStatsWithoutReference) {
+  gl::manual_seed(4);
+  const gl::Tensor x = gl::randn({200, 3, 4, 4});
+  const dg::Finding ok = dg::check_input_stats(x);
+  EXPECT_EQ(ok.verdict, dg::Verdict::Ok) << ok;
+  EXPECT_NEAR(ok.metric("std_2"), 1.0, 0.1);
+  const dg::Finding raw = dg::check_input_stats(x * 50 + 120);  // 0..255 pixels
+  EXPECT_EQ(raw.verdict, dg::Verdict::Warn);
+  EXPECT_THAT(raw.hint, HasSubstr("normalize"));
+}
+
+TEST(DiagnoseData, InputStatsNamesTheMixUpOnDigits) {
+  const dg::InputStats st = digits_stats();
+  const gl::Tensor raw = raw_digits().train.data();
+  const gl::Tensor normalized = (raw - st.mean) / st.std;
+  const dg::Finding ok = dg::check_input_stats(normalized, st);
+  EXPECT_EQ(ok.verdict, dg::Verdict::Ok) << ok;
+
+  const dg::Finding missing = dg::check_input_stats(raw, st);
+  EXPECT_EQ(missing.verdict, dg::Verdict::Fail) << missing;
+  EXPECT_THAT(missing.evidence, HasSubstr("fit 'normalization missing'"));
+
+  const dg::Finding transposed = dg::check_input_stats((transpose_images(raw) - st.mean) / st.std, st);
+  EXPECT_EQ(transposed.verdict, dg::Verdict::Fail) << transposed;
+  EXPECT_THAT(transposed.evidence, HasSubstr("fit 'images transposed (H and W swapped)'"));
+
+  const dg::Finding both = dg::check_input_stats(transpose_images(raw), st);
+  EXPECT_EQ(both.verdict, dg::Verdict::Fail) << both;
+  EXPECT_THAT(both.evidence, HasSubstr("fit 'images transposed (H and W swapped), and normalization missing'"));
+
+  // the held-out split, prepared the same way, is no false alarm either
+  EXPECT_EQ(dg::check_input_stats((raw_digits().test.data() - st.mean) / st.std, st).verdict, dg::Verdict::Ok);
+}
+
+TEST(DiagnoseData, InputStatsCatchesReversedChannels) {
+  // Synthetic RGB images whose channels differ: means 0.2, 0.5, 0.8, stds 0.1, 0.2, 0.3.
+  gl::manual_seed(5);
+  const gl::Tensor mean = gl::tensor({0.2, 0.5, 0.8}), sd = gl::tensor({0.1, 0.2, 0.3});
+  const gl::Tensor raw = gl::randn({300, 3, 4, 4}) * sd.reshape({3, 1, 1}) + mean.reshape({3, 1, 1});
+  dg::InputStats st;
+  st.mean = mean;
+  st.std = sd;
+  const auto norm = [&](const gl::Tensor& x) { return (x - mean.reshape({3, 1, 1})) / sd.reshape({3, 1, 1}); };
+  EXPECT_EQ(dg::check_input_stats(norm(raw), st).verdict, dg::Verdict::Ok);
+  const gl::Tensor bgr = gl::index_select(raw, 1, gl::tensor({int64_t(2), int64_t(1), int64_t(0)}));
+  const dg::Finding f = dg::check_input_stats(norm(bgr), st);
+  EXPECT_EQ(f.verdict, dg::Verdict::Fail) << f;
+  EXPECT_THAT(f.evidence, HasSubstr("fit 'channels reversed (RGB <-> BGR)'"));
+  EXPECT_THROW(dg::check_input_stats(raw, dg::InputStats{.mean = gl::zeros({4}), .std = gl::ones({4})}),
+               gl::ShapeError);
+}
+
+TEST(DiagnoseData, SplitLeakage) {
+  const gl::Tensor train = digits().train.data(), test = digits().test.data();
+  const dg::Finding ok = dg::check_split_leakage(train, test);
+  EXPECT_EQ(ok.verdict, dg::Verdict::Ok) << ok;
+
+  // ten training rows copied into the test split (2.8% of it)
+  const gl::Tensor leaky = gl::cat({test.narrow(0, 0, 350), train.narrow(0, 100, 10)}, 0);
+  const dg::Finding bad = dg::check_split_leakage(train, leaky);
+  EXPECT_EQ(bad.verdict, dg::Verdict::Fail);
+  EXPECT_EQ(bad.metric("duplicates"), 10);
+  EXPECT_THAT(bad.evidence, HasSubstr("held-out row 350 == training row 100"));
+  // one row of 360 is below the 1% threshold: a warning
+  const gl::Tensor one = gl::cat({test.narrow(0, 0, 359), train.narrow(0, 7, 1)}, 0);
+  EXPECT_EQ(dg::check_split_leakage(train, one).verdict, dg::Verdict::Warn);
+}
+
+TEST(DiagnoseData, LoaderOrderCatchesAForgottenShuffle) {
+  // The training split sorted by label, as some files come.
+  const gl::data::TensorDataset sorted = sorted_by_label(digits().train.data(), digits().train.targets());
+  gl::data::DataLoader plain(sorted, gl::data::DataLoaderOptions(64));
+  const dg::Finding bad = dg::check_loader_order(plain, 10);
+  EXPECT_EQ(bad.verdict, dg::Verdict::Fail) << bad;
+  EXPECT_LT(bad.metric("distinct_per_batch"), 2.5);
+  EXPECT_GT(bad.metric("expected_distinct_per_batch"), 9.5);
+  EXPECT_EQ(plain.state().position, 0u) << "the loader's position is restored";
+
+  gl::data::DataLoader shuffled(sorted, gl::data::DataLoaderOptions(64).shuffle(true).seed(1));
+  EXPECT_EQ(dg::check_loader_order(shuffled, 10).verdict, dg::Verdict::Ok);
+  // the seeded split is already in random order: no shuffle needed, no false alarm
+  gl::data::DataLoader split(digits().train, gl::data::DataLoaderOptions(64));
+  EXPECT_EQ(dg::check_loader_order(split, 10).verdict, dg::Verdict::Ok);
+}
+
+TEST(DiagnoseData, CheckDataOnHealthyDigitsHasNoFailure) {
+  const auto fs = dg::check_data(digits().train.data(), digits().train.targets(), 10, {}, digits().test.data());
+  ASSERT_EQ(fs.size(), 6u);
+  for (const dg::Finding& f : fs) EXPECT_NE(f.verdict, dg::Verdict::Fail) << f;
+}

@@ -1,0 +1,166 @@
+// doctor: no failure on the healthy digits MLP; each planted bug a failure in the right stage,
+// with the later stages not run; the model and optimizer left as they were; text and JSON.
+
+#include <nlohmann/json.hpp>
+
+#include "diagnose/fixtures.hpp"
+
+using namespace diagnose_fixtures;
+
+namespace {
+
+// The healthy run's pipeline: raw images normalized with the reference statistics.
+gl::Tensor prepared(const gl::Tensor& raw) { return (raw - raw_digits().mean) / raw_digits().std; }
+
+dg::DoctorOptions with_stats() {
+  dg::DoctorOptions o;
+  o.input_stats = digits_stats();
+  return o;
+}
+
+struct DoctorRun {
+  dg::Report report;
+  std::vector<double> before, after;
+};
+
+DoctorRun doctor_on(dg::Model model, double lr, const gl::Tensor& x, const gl::Tensor& y,
+              const dg::DoctorOptions& o = with_stats()) {
+  gl::optim::SGD opt(model.module->parameters(), gl::optim::SGDOptions(lr));
+  DoctorRun r;
+  r.before = flat(*model.module);
+  r.report = dg::doctor(model, nn::CrossEntropyLoss(), opt, {x, y, prepared(raw_digits().test.data())}, o);
+  r.after = flat(*model.module);
+  return r;
+}
+
+void expect_stopped_at(const dg::Report& r, dg::Stage stage, const std::string& check) {
+  ASSERT_TRUE(r.stopped_at.has_value()) << r;
+  EXPECT_EQ(*r.stopped_at, stage) << r;
+  const dg::Finding* f = r.find(check);
+  ASSERT_NE(f, nullptr) << r;
+  EXPECT_EQ(f->verdict, dg::Verdict::Fail) << r;
+  EXPECT_EQ(f->stage, stage);
+  // every stage before it passed, none after it ran
+  for (dg::Stage s : {dg::Stage::Data, dg::Stage::Model, dg::Stage::Training}) {
+    const bool ran = std::find(r.stages_run.begin(), r.stages_run.end(), s) != r.stages_run.end();
+    EXPECT_EQ(ran, s <= stage) << dg::to_string(s) << "\n" << r;
+    if (s < stage) {
+      EXPECT_FALSE(r.has_failure(s)) << r;
+    }
+  }
+  EXPECT_THAT(r.text(), HasSubstr("doctor: stopped at the " + dg::to_string(stage) + " stage"));
+}
+
+}  // namespace
+
+TEST(Doctor, HealthyDigitsMlpHasNoFailure) {
+  const DoctorRun r = doctor_on(mlp(), 0.1, prepared(raw_digits().train.data()), digits().train.targets());
+  EXPECT_FALSE(r.report.has_failure()) << r.report;
+  EXPECT_FALSE(r.report.stopped_at.has_value());
+  EXPECT_EQ(r.report.stages_run.size(), 3u);
+  EXPECT_EQ(r.report.findings().size(), 6u + 6u + 4u) << r.report;
+  EXPECT_EQ(r.before, r.after) << "doctor leaves the model as it was";
+  EXPECT_THAT(r.report.text(), HasSubstr("doctor: no failure"));
+}
+
+TEST(Doctor, WithoutReferenceStatisticsOnTheStandardizedSplit) {
+  dg::DoctorOptions o;  // num_classes from the model's output width
+  const DoctorRun r = doctor_on(mlp(), 0.1, digits().train.data(), digits().train.targets(), o);
+  EXPECT_FALSE(r.report.has_failure()) << r.report;
+}
+
+TEST(Doctor, LabelsShiftedByOneFailTheDataStage) {
+  const DoctorRun r = doctor_on(mlp(), 0.1, prepared(raw_digits().train.data()), digits().train.targets() + 1);
+  expect_stopped_at(r.report, dg::Stage::Data, "label_range");
+}
+
+TEST(Doctor, TransposedImagesFailTheDataStage) {
+  const DoctorRun r = doctor_on(mlp(), 0.1, prepared(transpose_images(raw_digits().train.data())), digits().train.targets());
+  expect_stopped_at(r.report, dg::Stage::Data, "input_stats");
+  EXPECT_THAT(r.report.find("input_stats")->evidence, HasSubstr("images transposed"));
+}
+
+TEST(Doctor, MissingNormalizationFailsTheDataStage) {
+  const DoctorRun r = doctor_on(mlp(), 0.1, raw_digits().train.data(), digits().train.targets());
+  expect_stopped_at(r.report, dg::Stage::Data, "input_stats");
+  EXPECT_THAT(r.report.find("input_stats")->evidence, HasSubstr("normalization missing"));
+}
+
+TEST(Doctor, ALayerLeftOutFailsTheModelStage) {
+  const DoctorRun r = doctor_on(LayerLeftOut(), 0.1, prepared(raw_digits().train.data()), digits().train.targets());
+  expect_stopped_at(r.report, dg::Stage::Model, "gradient_flow");
+}
+
+TEST(Doctor, SoftmaxBeforeCrossEntropyFailsTheModelStage) {
+  gl::manual_seed(1);
+  nn::Sequential net(nn::Linear(64, 128), nn::ReLU(), nn::Linear(128, 10), nn::Softmax(1));
+  const DoctorRun r = doctor_on(net, 0.1, prepared(raw_digits().train.data()), digits().train.targets());
+  expect_stopped_at(r.report, dg::Stage::Model, "loss_pairing");
+}
+
+TEST(Doctor, AWrongLRFailsTheTrainingStage) {
+  const DoctorRun big = doctor_on(mlp(), 8.0, prepared(raw_digits().train.data()), digits().train.targets());
+  expect_stopped_at(big.report, dg::Stage::Training, "overfit_one_batch");
+  EXPECT_THAT(big.report.find("overfit_one_batch")->hint, HasSubstr("LR is too large"));
+  EXPECT_EQ(big.report.find("lr_range")->verdict, dg::Verdict::Fail) << big.report;
+  EXPECT_EQ(big.before, big.after);
+
+  const DoctorRun tiny = doctor_on(mlp(), 1e-5, prepared(raw_digits().train.data()), digits().train.targets());
+  expect_stopped_at(tiny.report, dg::Stage::Training, "overfit_one_batch");
+  EXPECT_THAT(tiny.report.find("overfit_one_batch")->hint, HasSubstr("LR is too small"));
+}
+
+TEST(Doctor, KeepGoingRunsEveryStage) {
+  dg::DoctorOptions o = with_stats();
+  o.keep_going = true;
+  const DoctorRun r = doctor_on(mlp(), 0.1, prepared(raw_digits().train.data()), digits().train.targets() + 1, o);
+  EXPECT_EQ(r.report.stages_run.size(), 3u);
+  ASSERT_TRUE(r.report.stopped_at.has_value());
+  EXPECT_EQ(*r.report.stopped_at, dg::Stage::Data) << "the first failed stage is still named";
+  // the labels the loss rejects make the model checks fail with the loss's own error
+  const dg::Finding* model = r.report.find("model");
+  ASSERT_NE(model, nullptr) << r.report;
+  EXPECT_THAT(model->evidence, HasSubstr("the check could not run: cross_entropy: target out of range"));
+}
+
+TEST(Doctor, ForgottenShuffleFailsTheDataStage) {
+  const gl::data::TensorDataset sorted = sorted_by_label(digits().train.data(), digits().train.targets());
+  const gl::Tensor xs = sorted.data(), ys = sorted.targets();
+  gl::data::DataLoader loader(gl::data::TensorDataset(xs, ys), gl::data::DataLoaderOptions(64));
+  nn::Sequential net = mlp();
+  gl::optim::SGD opt(net->parameters(), gl::optim::SGDOptions(0.1));
+  dg::DoctorData d{xs, ys};
+  d.loader = &loader;
+  const dg::Report r = dg::doctor(net, nn::CrossEntropyLoss(), opt, d);
+  expect_stopped_at(r, dg::Stage::Data, "loader_order");
+}
+
+TEST(Doctor, JsonForTools) {
+  const DoctorRun r = doctor_on(mlp(), 0.1, prepared(raw_digits().train.data()), digits().train.targets() + 1);
+  const nlohmann::json j = nlohmann::json::parse(r.report.json());
+  EXPECT_EQ(j["verdict"], "fail");
+  EXPECT_EQ(j["stopped_at"], "data");
+  EXPECT_EQ(j["stages_run"], nlohmann::json::array({"data"}));
+  bool found = false;
+  for (const auto& f : j["findings"]) {
+    if (f["check"] != "label_range") continue;
+    found = true;
+    EXPECT_EQ(f["stage"], "data");
+    EXPECT_EQ(f["verdict"], "fail");
+    EXPECT_EQ(f["metrics"]["max"], 10.0);
+    EXPECT_THAT(f["hint"].get<std::string>(), HasSubstr("shifted by one"));
+  }
+  EXPECT_TRUE(found);
+  // an infinite metric (the imbalance ratio with a missing class) is written as null
+  for (const auto& f : j["findings"])
+    if (f["check"] == "label_balance") {
+      EXPECT_TRUE(f["metrics"]["imbalance_ratio"].is_null());
+    }
+}
+
+TEST(Doctor, BadInputIsAClearError) {
+  nn::Sequential net = mlp();
+  gl::optim::SGD opt(net->parameters(), gl::optim::SGDOptions(0.1));
+  EXPECT_THROW(dg::doctor(net, nn::CrossEntropyLoss(), opt, {xb(), yb(10)}), gl::ShapeError);
+  EXPECT_THROW(dg::doctor(net, nn::CrossEntropyLoss(), opt, {}), gl::ShapeError);
+}

@@ -1,0 +1,192 @@
+// Training checks: each catches its planted bug, stays quiet on the healthy digits MLP, and puts
+// the model and the optimizer back as they were.
+
+#include <cmath>
+
+#include "diagnose/fixtures.hpp"
+
+using namespace diagnose_fixtures;
+
+namespace {
+
+double symptom(const dg::Finding& f) { return f.metric("symptom"); }
+
+// log of a linear layer's output: NaN as soon as one output is negative (a hand-written loss bug).
+struct LogOfLinearImpl : nn::Module {
+  nn::Linear fc{nullptr};
+  LogOfLinearImpl() {
+    gl::manual_seed(1);
+    fc = register_module("fc", nn::Linear(64, 10));
+  }
+  static constexpr int kLine = __LINE__ + 1;
+  gl::Tensor forward(const gl::Tensor& x) { return gl::log(fc(x)); }
+};
+GRADLAB_MODULE(LogOfLinear);
+
+// sqrt(relu(.)): finite forward, infinite gradient where the ReLU output is exactly 0.
+struct SqrtOfReluImpl : nn::Module {
+  nn::Linear fc{nullptr};
+  SqrtOfReluImpl() {
+    gl::manual_seed(1);
+    fc = register_module("fc", nn::Linear(64, 10));
+  }
+  gl::Tensor forward(const gl::Tensor& x) { return gl::sqrt(gl::relu(fc(x))); }
+};
+GRADLAB_MODULE(SqrtOfRelu);
+
+}  // namespace
+
+TEST(DiagnoseTraining, OverfitOneBatchHealthyAndRestored) {
+  nn::Sequential net = mlp();
+  gl::optim::SGD opt(net->parameters(), gl::optim::SGDOptions(0.1).momentum(0.9));
+  const std::vector<double> before = flat(*net);
+  const dg::Finding f = dg::overfit_one_batch(net, nn::CrossEntropyLoss(), opt, xb(), yb());
+  EXPECT_EQ(f.verdict, dg::Verdict::Ok) << f;
+  EXPECT_EQ(f.metric("accuracy"), 1.0);
+  EXPECT_EQ(flat(*net), before) << "the model is put back";
+  EXPECT_FALSE(opt.has_state(net->parameters()[0])) << "the optimizer's (empty) state is put back";
+  EXPECT_EQ(opt.param_groups()[0].options().get_lr(), 0.1);
+}
+
+TEST(DiagnoseTraining, OverfitOneBatchNamesRisingLossForALargeLR) {
+  nn::Sequential net = mlp();
+  gl::optim::SGD opt(net->parameters(), gl::optim::SGDOptions(8.0));
+  const dg::Finding f = dg::overfit_one_batch(net, nn::CrossEntropyLoss(), opt, xb(), yb());
+  EXPECT_EQ(f.verdict, dg::Verdict::Fail) << f;
+  EXPECT_EQ(symptom(f), 2);
+  EXPECT_THAT(f.evidence, HasSubstr("rising loss"));
+  EXPECT_THAT(f.hint, HasSubstr("LR is too large"));
+}
+
+TEST(DiagnoseTraining, OverfitOneBatchNamesAFlatLoss) {
+  nn::Sequential net = mlp();
+  gl::optim::SGD tiny(net->parameters(), gl::optim::SGDOptions(1e-5));
+  const dg::Finding f = dg::overfit_one_batch(net, nn::CrossEntropyLoss(), tiny, xb(), yb());
+  EXPECT_EQ(f.verdict, dg::Verdict::Fail) << f;
+  EXPECT_EQ(symptom(f), 1);
+  EXPECT_THAT(f.hint, HasSubstr("LR is too small"));
+
+  // an optimizer that holds none of the model's parameters
+  gl::Tensor stray = gl::zeros({3}).requires_grad_(true);
+  gl::optim::SGD wrong(std::vector<gl::Tensor>{stray}, gl::optim::SGDOptions(0.1));
+  const dg::Finding m = dg::overfit_one_batch(net, nn::CrossEntropyLoss(), wrong, xb(), yb());
+  EXPECT_EQ(symptom(m), 1);
+  EXPECT_THAT(m.hint, HasSubstr("missing from the optimizer"));
+
+  // no gradient at all: the model's output is detached
+  dg::Model detached(net.ptr(), [net](const gl::Tensor& x) { return net(x).detach(); });
+  gl::optim::SGD opt(net->parameters(), gl::optim::SGDOptions(0.1));
+  const dg::Finding z = dg::overfit_one_batch(detached, nn::CrossEntropyLoss(), opt, xb(), yb());
+  EXPECT_EQ(symptom(z), 1);
+  EXPECT_EQ(z.metric("initial_grad_norm"), 0);
+  EXPECT_THAT(z.hint, HasSubstr("zero gradient"));
+}
+
+TEST(DiagnoseTraining, OverfitOneBatchNamesSlowProgressAndAPlateau) {
+  nn::Sequential net = mlp();
+  gl::optim::SGD slow(net->parameters(), gl::optim::SGDOptions(0.003));
+  const dg::Finding s = dg::overfit_one_batch(net, nn::CrossEntropyLoss(), slow, xb(), yb());
+  EXPECT_EQ(s.verdict, dg::Verdict::Fail) << s;
+  EXPECT_EQ(symptom(s), 3) << s;
+
+  // label noise: the same 32 images twice, with different labels the second time
+  const gl::Tensor x = gl::cat({xb(32), xb(32)}, 0);
+  const gl::Tensor y = gl::cat({yb(32), yb(32) + 1 - (yb(32) == 9).to(gl::kInt64) * 10}, 0);  // (y + 1) mod 10
+  gl::optim::Adam adam(net->parameters(), gl::optim::AdamOptions(1e-2));
+  const dg::Finding p = dg::overfit_one_batch(net, nn::CrossEntropyLoss(), adam, x, y);
+  EXPECT_EQ(p.verdict, dg::Verdict::Fail) << p;
+  EXPECT_EQ(symptom(p), 4) << p;
+  EXPECT_NEAR(p.metric("final_loss"), std::log(2.0), 0.15) << "the best it can do is 50/50 on each pair";
+  EXPECT_THAT(p.hint, HasSubstr("label noise"));
+}
+
+TEST(DiagnoseTraining, LRRangeTest) {
+  nn::Sequential net = mlp();
+  gl::optim::SGD opt(net->parameters(), gl::optim::SGDOptions(0.1));
+  const std::vector<double> before = flat(*net);
+  const gl::Tensor x = digits().train.data(), y = digits().train.targets();
+  const dg::LRRangeResult r = dg::lr_range_test(net, nn::CrossEntropyLoss(), opt, x, y);
+  EXPECT_EQ(r.finding.verdict, dg::Verdict::Ok) << r.finding;
+  ASSERT_GE(r.lrs.size(), 10u);
+  EXPECT_TRUE(std::is_sorted(r.lrs.begin(), r.lrs.end()));
+  EXPECT_GT(r.best_lr, 0.1);
+  EXPECT_LT(r.losses[static_cast<size_t>(std::find(r.lrs.begin(), r.lrs.end(), r.best_lr) - r.lrs.begin())],
+            r.losses.front());
+  EXPECT_GT(r.diverged_lr, r.best_lr) << "SGD on the digits blows up somewhere below lr 10";
+  EXPECT_DOUBLE_EQ(r.suggested_max, r.best_lr / 10);
+  EXPECT_EQ(flat(*net), before);
+  EXPECT_EQ(opt.param_groups()[0].options().get_lr(), 0.1);
+
+  gl::optim::SGD big(net->parameters(), gl::optim::SGDOptions(r.diverged_lr * 2));
+  EXPECT_EQ(dg::lr_range_test(net, nn::CrossEntropyLoss(), big, x, y).finding.verdict, dg::Verdict::Fail);
+  gl::optim::SGD tiny(net->parameters(), gl::optim::SGDOptions(1e-6));
+  EXPECT_EQ(dg::lr_range_test(net, nn::CrossEntropyLoss(), tiny, x, y).finding.verdict, dg::Verdict::Warn);
+}
+
+TEST(DiagnoseTraining, GradientStats) {
+  nn::Sequential net = mlp();
+  const gl::Tensor x = digits().train.data(), y = digits().train.targets();
+  gl::optim::SGD opt(net->parameters(), gl::optim::SGDOptions(0.1));
+  const dg::GradientStatsResult ok = dg::gradient_stats(net, nn::CrossEntropyLoss(), opt, x, y);
+  EXPECT_EQ(ok.finding.verdict, dg::Verdict::Ok) << ok.finding;
+  ASSERT_EQ(ok.parameters.size(), 4u);
+  EXPECT_EQ(ok.parameters[0].name, "0.weight");
+  ASSERT_EQ(ok.parameters[0].update_ratio.size(), 5u);
+  // SGD: ||Δw|| = lr ||g||, so the first step's ratio is lr ||g|| / ||w||
+  EXPECT_NEAR(ok.parameters[0].update_ratio[0],
+              0.1 * ok.parameters[0].grad_norm[0] / gl::norm(net->parameters()[0].to(gl::kFloat64)).item<double>(),
+              1e-6);
+
+  gl::optim::SGD big(net->parameters(), gl::optim::SGDOptions(20.0));
+  EXPECT_EQ(dg::gradient_stats(net, nn::CrossEntropyLoss(), big, x, y).finding.verdict, dg::Verdict::Fail);
+  gl::optim::SGD tiny(net->parameters(), gl::optim::SGDOptions(1e-8));
+  const dg::Finding t = dg::gradient_stats(net, nn::CrossEntropyLoss(), tiny, x, y).finding;
+  EXPECT_EQ(t.verdict, dg::Verdict::Warn) << t;
+  EXPECT_THAT(t.hint, HasSubstr("tiny updates"));
+}
+
+TEST(DiagnoseTraining, NonFiniteWatchHealthy) {
+  nn::Sequential net = mlp();
+  gl::optim::SGD opt(net->parameters(), gl::optim::SGDOptions(0.1));
+  const dg::Finding f =
+      dg::watch_nonfinite(net, nn::CrossEntropyLoss(), opt, digits().train.data(), digits().train.targets());
+  EXPECT_EQ(f.verdict, dg::Verdict::Ok) << f;
+  EXPECT_EQ(f.metric("step"), -1);
+  EXPECT_FALSE(gl::autograd::is_anomaly_enabled()) << "anomaly mode is switched off again";
+}
+
+TEST(DiagnoseTraining, NonFiniteWatchFindsWhereTheNaNWasBorn) {
+  nn::Sequential net = mlp();
+  gl::optim::SGD opt(net->parameters(), gl::optim::SGDOptions(0.1));
+  // in the data: one NaN pixel
+  gl::Tensor x = digits().train.data().clone();
+  {
+    gl::NoGradGuard no_grad;
+    x.select(0, 5).select(0, 20).fill_(NAN);
+  }
+  dg::NonFiniteOptions all;
+  all.batch_size = 1437;  // one batch holds every row
+  const dg::Finding d = dg::watch_nonfinite(net, nn::CrossEntropyLoss(), opt, x, digits().train.targets(), all);
+  EXPECT_EQ(d.verdict, dg::Verdict::Fail);
+  EXPECT_EQ(d.metric("phase"), 0);
+  EXPECT_THAT(d.evidence, HasSubstr("born in the data"));
+
+  // in forward: log of negative numbers, named with the user's line
+  LogOfLinear logm;
+  gl::optim::SGD o2(logm->parameters(), gl::optim::SGDOptions(0.1));
+  const dg::Finding fw =
+      dg::watch_nonfinite(logm, dg::Loss::nll(), o2, digits().train.data(), digits().train.targets());
+  EXPECT_EQ(fw.verdict, dg::Verdict::Fail);
+  EXPECT_EQ(fw.metric("phase"), 1);
+  EXPECT_THAT(fw.evidence, HasSubstr("anomaly detected in forward: Log (called at "));
+  EXPECT_THAT(fw.evidence, HasSubstr("training_checks_test.cpp:" + std::to_string(LogOfLinearImpl::kLine)));
+
+  // in backward: sqrt'(0) = inf
+  SqrtOfRelu sq;
+  gl::optim::SGD o3(sq->parameters(), gl::optim::SGDOptions(0.1));
+  const dg::Finding bw =
+      dg::watch_nonfinite(sq, nn::CrossEntropyLoss(), o3, digits().train.data(), digits().train.targets());
+  EXPECT_EQ(bw.verdict, dg::Verdict::Fail) << bw;
+  EXPECT_EQ(bw.metric("phase"), 2);
+  EXPECT_THAT(bw.evidence, HasSubstr("anomaly detected in backward: SqrtBackward0"));
+}

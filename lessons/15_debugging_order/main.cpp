@@ -1,0 +1,228 @@
+// Lesson 15: debugging order — data, then model, then training.
+//
+// A digits training script with five planted bugs: the labels are shifted by one (read as
+// 1..10), the images are transposed (a reader that swaps H and W, standing in for reversed
+// channel order on grayscale digits), the normalization is missing, a layer is left out of
+// forward, and the LR is too large. The test split is prepared correctly (as the evaluation
+// pipeline does it), so the trained model scores badly there. Tuning the LR alone never fixes
+// it. diagnose::doctor finds the bugs in the order data -> model -> training; each fix is applied
+// and doctor is run again, until it reports no failure and the run learns.
+
+#include <algorithm>
+#include <gradlab/gradlab.hpp>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/lesson.hpp"
+#include "common/util.hpp"
+
+namespace gl = gradlab;
+namespace nn = gradlab::nn;
+namespace dg = gradlab::diagnose;
+using lesson::fmt;
+
+namespace {
+
+// The planted bugs, each a flag of the training script.
+struct Bugs {
+  bool labels_shifted = true;   // labels read as 1..10
+  bool transposed = true;       // images read with H and W swapped
+  bool unnormalized = true;     // (x - mean) / std forgotten
+  bool layer_left_out = true;   // forward skips fc2
+  double lr = 10.0;             // too large for SGD on this model
+};
+
+// The digits' raw split (pixels in [0, 1]) and its per-pixel statistics: what the data set's
+// card documents and what the evaluation pipeline normalizes with.
+const gl::data::DigitsSplit& raw() {
+  static const gl::data::DigitsSplit s = [] {
+    gl::data::DigitsSplitOptions o;
+    o.standardize = false;
+    return gl::data::load_digits_split(o);
+  }();
+  return s;
+}
+
+gl::Tensor normalize(const gl::Tensor& x) { return (x - raw().mean) / raw().std; }
+
+// The training script's data pipeline, with its bugs.
+struct TrainData {
+  gl::Tensor x, y;
+  int64_t num_classes;  // the script computes it as max(label) + 1
+};
+TrainData read_training_data(const Bugs& b) {
+  gl::Tensor x = raw().train.data();
+  gl::Tensor y = raw().train.targets();
+  if (b.labels_shifted) y = y + 1;
+  if (b.transposed) x = x.reshape({-1, 1, 8, 8}).transpose(2, 3).contiguous().reshape({-1, 64});
+  if (!b.unnormalized) x = normalize(x);
+  return {x, y, gl::amax(y).item<int64_t>() + 1};
+}
+
+// The intended model: 64 -> 128 -> 128 -> 10, ReLU between.
+struct NetImpl : nn::Module {
+  nn::Linear fc1{nullptr}, fc2{nullptr}, fc3{nullptr};
+  bool skip_fc2;
+  NetImpl(int64_t classes, bool skip) : skip_fc2(skip) {
+    fc1 = register_module("fc1", nn::Linear(64, 128));
+    fc2 = register_module("fc2", nn::Linear(128, 128));
+    fc3 = register_module("fc3", nn::Linear(128, classes));
+  }
+  gl::Tensor forward(const gl::Tensor& x) {
+    gl::Tensor h = gl::relu(fc1(x));
+    if (!skip_fc2) h = gl::relu(fc2(h));  // the bug: this line was lost in a refactor
+    return fc3(h);
+  }
+};
+GRADLAB_MODULE(Net);
+
+Net make_net(const TrainData& d, const Bugs& b) {
+  gl::manual_seed(1);
+  return Net(d.num_classes, b.layer_left_out);
+}
+
+// Test accuracy of the script's model after 10 epochs of SGD (batches of 64, shuffled, seeded),
+// on the test split prepared correctly.
+double train_and_test(const Bugs& b) {
+  const TrainData d = read_training_data(b);
+  Net net = make_net(d, b);
+  gl::optim::SGD opt(net->parameters(), gl::optim::SGDOptions(b.lr));
+  nn::CrossEntropyLoss criterion;
+  gl::data::DataLoader loader(gl::data::TensorDataset(d.x, d.y),
+                              gl::data::DataLoaderOptions(64).shuffle(true).seed(7));
+  for (int epoch = 0; epoch < 10; ++epoch)
+    for (gl::data::Batch& batch : loader) {
+      opt.zero_grad();
+      criterion(net(batch.data), batch.target).backward();
+      opt.step();
+    }
+  gl::NoGradGuard no_grad;
+  const gl::Tensor logits = net(normalize(raw().test.data()));
+  return gl::mean((gl::argmax(logits, 1) == raw().test.targets()).to(gl::kFloat64)).item<double>();
+}
+
+// doctor on the script's model, optimizer and training data, with the reference statistics and
+// the number of classes the task has (digits: 10).
+dg::Report run_doctor(const Bugs& b) {
+  const TrainData d = read_training_data(b);
+  Net net = make_net(d, b);
+  gl::optim::SGD opt(net->parameters(), gl::optim::SGDOptions(b.lr));
+  dg::DoctorOptions o;
+  o.num_classes = 10;
+  o.input_stats.mean = raw().mean;
+  o.input_stats.std = raw().std;
+  o.input_stats.sample_shape = {1, 8, 8};
+  return dg::doctor(net, nn::CrossEntropyLoss(), opt, {d.x, d.y}, o);
+}
+
+std::string stage_of(const dg::Report& r) { return r.stopped_at ? dg::to_string(*r.stopped_at) : "none"; }
+
+bool failed(const dg::Report& r, const char* check) {
+  const dg::Finding* f = r.find(check);
+  return f && f->failed();
+}
+
+// The report's failed findings, one line each, without the lines that list every number.
+void print_failures(const dg::Report& r) {
+  for (const dg::Finding& f : r.failures()) {
+    const std::string first = f.evidence.substr(0, f.evidence.find('\n'));
+    std::cout << "  [fail] " << dg::to_string(f.stage) << "/" << f.check << ": " << first << "\n"
+              << "         hint: " << f.hint << "\n";
+  }
+}
+
+}  // namespace
+
+int main() {
+  lesson::Lesson L("15", "debugging order");
+  return L.run([&] {
+    Bugs bugs;
+    // -------------------------------------------------------------------------------------------
+    L.section("1. The script as found: five bugs, a model that does not learn");
+    const double acc0 = train_and_test(bugs);
+    std::cout << "test accuracy after 10 epochs (lr " << bugs.lr << "): " << fmt(100 * acc0, 3) << "%\n";
+    L.check(acc0 < 0.5, "the run does not learn: test accuracy below 50% (chance is 10%)");
+
+    // -------------------------------------------------------------------------------------------
+    L.section("2. Three days of LR tuning on broken data");
+    L.say("The usual first move is to tune the LR. With the data still wrong, no LR helps:");
+    double best = 0;
+    for (double lr : {1.0, 0.3, 0.1, 0.03, 0.01}) {
+      Bugs b = bugs;
+      b.lr = lr;
+      const double acc = train_and_test(b);
+      best = std::max(best, acc);
+      std::cout << "  lr " << std::setw(5) << lr << ": test accuracy " << fmt(100 * acc, 3) << "%\n";
+    }
+    L.check(best < 0.5, "every LR from 0.01 to 1 stays below 50%: the LR is not the problem (yet)");
+
+    // -------------------------------------------------------------------------------------------
+    L.section("3. doctor: data first");
+    dg::Report r = run_doctor(bugs);
+    print_failures(r);
+    std::cout << "doctor stopped at: " << stage_of(r) << "\n";
+    L.check(stage_of(r) == "data", "doctor stops at the data stage; the model and training stages are not run");
+    L.check(failed(r, "label_range") && r.find("label_range")->hint.find("shifted by one") != std::string::npos,
+            "label_range fails: labels span [1, 10] for 10 classes, shifted by one");
+    L.check(failed(r, "input_stats") &&
+                r.find("input_stats")->evidence.find("images transposed (H and W swapped), and normalization missing") !=
+                    std::string::npos,
+            "input_stats fails: the images fit 'transposed, and normalization missing' best");
+    L.check(r.stages_run.size() == 1, "one stage ran: nothing is said about a model fed broken data");
+
+    // Each fix, then doctor again: which stage does it stop at now?
+    struct Step {
+      const char* fix;
+      void (*apply)(Bugs&);
+      const char* expect_stage;
+      const char* expect_check;
+    };
+    const std::vector<Step> steps{
+        {"labels: subtract 1 where they are read", [](Bugs& b) { b.labels_shifted = false; }, "data", "input_stats"},
+        {"images: read them as [1, 8, 8], not transposed", [](Bugs& b) { b.transposed = false; }, "data", "input_stats"},
+        {"normalization: x = (x - mean) / std", [](Bugs& b) { b.unnormalized = false; }, "model", "gradient_flow"},
+        {"model: forward uses fc2 again", [](Bugs& b) { b.layer_left_out = false; }, "training", "overfit_one_batch"},
+        {"LR: 0.1 (inside the range test's suggestion)", [](Bugs& b) { b.lr = 0.1; }, "none", nullptr},
+    };
+    // -------------------------------------------------------------------------------------------
+    L.section("4. Fix, run doctor again, repeat");
+    std::vector<double> accs;
+    for (const Step& s : steps) {
+      s.apply(bugs);
+      r = run_doctor(bugs);
+      const double acc = train_and_test(bugs);
+      accs.push_back(acc);
+      std::cout << "fix: " << s.fix << "\n";
+      print_failures(r);
+      std::cout << "  doctor stops at: " << stage_of(r) << "; test accuracy " << fmt(100 * acc, 3) << "%\n";
+      const std::string claim = std::string("after this fix doctor ") +
+                                (s.expect_check ? "stops at the " + std::string(s.expect_stage) + " stage (" +
+                                                      s.expect_check + ")"
+                                                : std::string("reports no failure"));
+      L.check(stage_of(r) == s.expect_stage && (!s.expect_check || failed(r, s.expect_check)), claim);
+      if (s.expect_check && std::string(s.expect_check) == "overfit_one_batch") {
+        const dg::Finding* lr = r.find("lr_range");
+        L.check(lr && lr->failed() && lr->metric("diverged_lr") < 10 && lr->metric("suggested_min") <= 0.1 &&
+                    0.1 <= lr->metric("suggested_max"),
+                "the LR range test: the loss blows up below lr 10, and the suggested range holds 0.1 (the next fix)");
+      }
+    }
+    L.check(accs.back() >= 0.9, "with every bug fixed the run learns: test accuracy >= 90%");
+    L.check(std::all_of(accs.begin(), accs.end() - 1, [](double a) { return a < 0.5; }),
+            "and not before: while any bug is left, test accuracy stays below 50%");
+
+    // -------------------------------------------------------------------------------------------
+    L.section("5. The report, for people and for tools");
+    std::cout << r;
+    const std::string json = r.json();
+    L.check(!r.has_failure() && r.stages_run.size() == 3, "the fixed script passes all three stages");
+    size_t checks = 0;
+    for (size_t at = json.find("\"check\": "); at != std::string::npos; at = json.find("\"check\": ", at + 1)) ++checks;
+    std::cout << "report.json(): " << json.size() << " characters, " << checks << " findings\n";
+    L.check(checks == r.findings().size() && json.find("\"stopped_at\": null") != std::string::npos,
+            "report.json() holds the same findings for tools (one \"check\" each, \"stopped_at\": null)");
+  });
+}

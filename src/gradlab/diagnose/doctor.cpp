@@ -1,0 +1,115 @@
+// doctor: data -> model -> training, stopping at the first stage that fails.
+
+#include "gradlab/diagnose/doctor.hpp"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "gradlab/autograd/grad_mode.hpp"
+#include "gradlab/core/error.hpp"
+#include "gradlab/diagnose/internal.hpp"
+
+namespace gradlab::diagnose {
+
+namespace {
+
+// Runs one group of checks; an exception from the user's model, loss or optimizer (a shape that
+// does not fit, a label the loss rejects) becomes a failed finding of that stage instead of
+// ending the report.
+template <class F>
+std::vector<Finding> guarded(Stage stage, const char* check, F&& run) {
+  try {
+    return run();
+  } catch (const Error& e) {
+    return {detail::make(stage, check, Verdict::Fail, std::string("the check could not run: ") + e.what(),
+                         "fix this error first: the " + to_string(stage) + " stage cannot be judged past it")};
+  }
+}
+
+}  // namespace
+
+Report doctor(const Model& model, const Loss& loss, optim::Optimizer& optimizer, const DoctorData& data,
+              const DoctorOptions& options) {
+  const char* op = "diagnose::doctor";
+  GRADLAB_CHECK(data.inputs.defined() && data.inputs.dim() >= 1 && data.inputs.size(0) >= 2, ShapeError, op,
+                "needs a training split of two rows or more", "inputs [N, ...] with N >= 2",
+                data.inputs.defined() ? shape_str(data.inputs.sizes()) : std::string("undefined"));
+  GRADLAB_CHECK(data.targets.defined() && data.targets.size(0) == data.inputs.size(0), ShapeError, op,
+                "needs one target per input row", std::to_string(data.inputs.size(0)) + " targets",
+                data.targets.defined() ? shape_str(data.targets.sizes()) : std::string("undefined"));
+  Report report;
+  const std::vector<int64_t> perm = detail::permutation(data.inputs.size(0), options.seed);
+  const int64_t bs = std::min<int64_t>(options.batch_size, data.inputs.size(0));
+  const Tensor xb = detail::rows(data.inputs, perm, 0, bs), yb = detail::rows(data.targets, perm, 0, bs);
+
+  int64_t classes = options.num_classes;
+  if (classes <= 0 && loss.takes_class_indices()) {
+    NoGradGuard no_grad;
+    try {
+      const Tensor out = model(xb.narrow(0, 0, std::min<int64_t>(2, bs)));
+      classes = out.dim() >= 2 ? out.size(1) : 0;
+    } catch (const Error&) {
+      classes = 0;  // the model stage reports the error; the data stage skips the label checks
+    }
+  }
+  auto finish_stage = [&](Stage s) {
+    if (std::find(report.stages_run.begin(), report.stages_run.end(), s) == report.stages_run.end())
+      report.stages_run.push_back(s);
+    if (report.has_failure(s) && !report.stopped_at) report.stopped_at = s;
+    return report.has_failure(s) && !options.keep_going;
+  };
+
+  // 1. data
+  report.add(guarded(Stage::Data, "data", [&] {
+    std::vector<Finding> fs = check_data(data.inputs, loss.takes_class_indices() ? data.targets : Tensor(),
+                                         loss.takes_class_indices() ? classes : 0, options.input_stats, data.holdout_inputs);
+    if (!loss.takes_class_indices()) fs.push_back(check_finite(data.targets));  // regression targets
+    if (data.loader && classes > 0) fs.push_back(check_loader_order(*data.loader, classes));
+    return fs;
+  }));
+  if (finish_stage(Stage::Data)) return report;
+
+  // 2. model, on one batch
+  ModelCheckOptions mo;
+  mo.activations = options.activations;
+  if (!options.expected_output.empty()) {
+    mo.expected_output = {bs};
+    mo.expected_output.insert(mo.expected_output.end(), options.expected_output.begin(), options.expected_output.end());
+  } else if (loss.takes_class_indices()) {
+    mo.expected_output = {bs, classes};
+  } else {
+    mo.expected_output = yb.sizes();
+  }
+  report.add(guarded(Stage::Model, "model", [&] { return check_model(model, loss, xb, yb, &optimizer, mo); }));
+  if (finish_stage(Stage::Model)) return report;
+
+  // 3. training
+  report.add(guarded(Stage::Training, "overfit_one_batch", [&] {
+    return std::vector<Finding>{overfit_one_batch(model, loss, optimizer, xb, yb, options.overfit)};
+  }));
+  if (options.lr_range_test) {
+    LRRangeOptions lo = options.lr_range;
+    lo.batch_size = bs;
+    lo.seed = options.seed;
+    report.add(guarded(Stage::Training, "lr_range", [&] {
+      return std::vector<Finding>{lr_range_test(model, loss, optimizer, data.inputs, data.targets, lo).finding};
+    }));
+  }
+  GradientStatsOptions go = options.gradients;
+  go.batch_size = bs;
+  go.seed = options.seed;
+  report.add(guarded(Stage::Training, "gradient_stats", [&] {
+    return std::vector<Finding>{gradient_stats(model, loss, optimizer, data.inputs, data.targets, go).finding};
+  }));
+  NonFiniteOptions no = options.nonfinite;
+  no.batch_size = bs;
+  no.seed = options.seed;
+  report.add(guarded(Stage::Training, "nonfinite_watch", [&] {
+    return std::vector<Finding>{watch_nonfinite(model, loss, optimizer, data.inputs, data.targets, no)};
+  }));
+  finish_stage(Stage::Training);
+  return report;
+}
+
+}  // namespace gradlab::diagnose

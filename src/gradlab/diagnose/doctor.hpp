@@ -1,0 +1,63 @@
+#pragma once
+// doctor: the data, model and training checks in that order, as one report. A stage that fails
+// stops the run (a model check says little about mislabelled data, a training check little about
+// a model whose layers never see the loss), and the report says where it stopped.
+//
+//   auto report = diagnose::doctor(net, nn::CrossEntropyLoss(), opt,
+//                                  {train.data(), train.targets()}, {.num_classes = 10});
+//   std::cout << report;                 // text; report.json() for tools
+//   if (report.has_failure()) return 1;
+
+#include <cstdint>
+
+#include "gradlab/core/shape.hpp"
+#include "gradlab/core/tensor.hpp"
+#include "gradlab/data/dataloader.hpp"
+#include "gradlab/diagnose/data_checks.hpp"
+#include "gradlab/diagnose/finding.hpp"
+#include "gradlab/diagnose/model.hpp"
+#include "gradlab/diagnose/model_checks.hpp"
+#include "gradlab/diagnose/training_checks.hpp"
+#include "gradlab/optim/optimizer.hpp"
+
+namespace gradlab::diagnose {
+
+/// What doctor looks at: the training split (as the model takes it), optionally a held-out
+/// split (for leakage) and the training loader (for shuffling).
+struct DoctorData {
+  Tensor inputs{}, targets{};
+  Tensor holdout_inputs{};
+  data::DataLoader* loader = nullptr;
+};
+
+/// Options of doctor.
+struct DoctorOptions {
+  /// Classes of a class-index loss; 0: the model's output width (dim 1).
+  int64_t num_classes = 0;
+  /// Reference statistics of the raw inputs (check_input_stats); undefined mean: skipped.
+  InputStats input_stats{};
+  /// The model and training stages use batches of this many rows of a seeded permutation.
+  int64_t batch_size = 64;
+  uint64_t seed = 0;
+  /// Expected output shape per sample (e.g. {10}); empty: [batch, num_classes] for class-index
+  /// losses, the targets' shape otherwise.
+  Shape expected_output{};
+  ActivationOptions activations{};
+  OverfitOptions overfit{};
+  /// The LR range test gives the hint of an LR failure; it costs ~60 steps.
+  bool lr_range_test = true;
+  LRRangeOptions lr_range{};
+  GradientStatsOptions gradients{};
+  NonFiniteOptions nonfinite{};
+  /// Run every stage even after a failure (default: stop at the first failed stage).
+  bool keep_going = false;
+};
+
+/// Runs the stages data -> model -> training, stopping after the first that fails. The model
+/// and optimizer are left as they were (every training check restores them). A gradlab::Error
+/// thrown by the user's model, loss or optimizer inside a check becomes a failed finding of that
+/// stage ("the check could not run: ..."); bad arguments to doctor itself throw.
+Report doctor(const Model& model, const Loss& loss, optim::Optimizer& optimizer, const DoctorData& data,
+              const DoctorOptions& options = {});
+
+}  // namespace gradlab::diagnose

@@ -1,0 +1,53 @@
+#pragma once
+// Helpers shared by the diagnose .cpp files (not installed for users: no public declarations).
+
+#include <cmath>
+#include <cstdint>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gradlab/core/tensor.hpp"
+#include "gradlab/diagnose/finding.hpp"
+
+namespace gradlab::diagnose::detail {
+
+/// A number for evidence lines: 4 significant digits ("2.303", "1.2e-05", "nan").
+inline std::string num(double v, int precision = 4) {
+  std::ostringstream os;
+  os.precision(precision);
+  os << v;
+  return os.str();
+}
+
+/// Every element as double, row-major (detached, any dtype, any device).
+inline std::vector<double> values(const Tensor& t) { return t.detach().contiguous().to_vector<double>(); }
+
+/// "[17, 3]": the multi-index of flat element `flat` in `shape`.
+inline std::string index_str(int64_t flat, const Shape& shape) {
+  std::vector<int64_t> idx(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    idx[d] = shape[d] ? flat % shape[d] : 0;
+    flat = shape[d] ? flat / shape[d] : 0;
+  }
+  std::string s = "[";
+  for (size_t d = 0; d < idx.size(); ++d) s += (d ? ", " : "") + std::to_string(idx[d]);
+  return s + "]";
+}
+
+inline Finding make(Stage stage, std::string check, Verdict verdict, std::string evidence, std::string hint = {}) {
+  Finding f;
+  f.stage = stage;
+  f.check = std::move(check);
+  f.verdict = verdict;
+  f.evidence = std::move(evidence);
+  f.hint = std::move(hint);
+  return f;
+}
+
+/// Rows [perm[start], ..., perm[start + n - 1]] of x (perm wraps around).
+Tensor rows(const Tensor& x, const std::vector<int64_t>& perm, int64_t start, int64_t n);
+/// A seeded permutation of 0..n-1.
+std::vector<int64_t> permutation(int64_t n, uint64_t seed);
+
+}  // namespace gradlab::diagnose::detail

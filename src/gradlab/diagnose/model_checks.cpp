@@ -1,0 +1,490 @@
+// Model checks: one forward (and backward) on a batch, read through forward hooks and the
+// recorded graph.
+
+#include "gradlab/diagnose/model_checks.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+#include <set>
+#include <unordered_set>
+
+#include "gradlab/autograd/engine.hpp"
+#include "gradlab/autograd/grad_mode.hpp"
+#include "gradlab/autograd/node.hpp"
+#include "gradlab/core/error.hpp"
+#include "gradlab/diagnose/internal.hpp"
+#include "gradlab/nn/activation.hpp"
+#include "gradlab/nn/diagnostics.hpp"
+#include "gradlab/ops/ops.hpp"
+
+namespace gradlab::diagnose {
+using autograd::Node;
+using detail::make;
+using detail::num;
+
+namespace {
+
+constexpr Stage kModel = Stage::Model;
+
+void check_batch(const char* op, const Tensor& inputs) {
+  GRADLAB_CHECK(inputs.defined() && inputs.dim() >= 1 && inputs.size(0) > 0, ShapeError, op,
+                "inputs must be a batch [B, ...]", "[B, ...] with B >= 1",
+                inputs.defined() ? shape_str(inputs.sizes()) : std::string("undefined"));
+}
+
+// Forward hooks on every module of a model for one scope (removed on exit).
+class HookScope {
+ public:
+  HookScope(nn::Module& root, const nn::ForwardHook& hook) {
+    add(root, "", hook);
+    for (auto& [name, m] : root.named_modules()) add(*m, name, hook);
+  }
+  ~HookScope() {
+    for (auto& [m, h] : handles_) m->remove_forward_hook(h);
+  }
+  HookScope(const HookScope&) = delete;
+  HookScope& operator=(const HookScope&) = delete;
+  /// The dotted name of a hooked module ("" for the root).
+  const std::string& name_of(const nn::Module* m) const { return names_.at(m); }
+
+ private:
+  void add(nn::Module& m, const std::string& name, const nn::ForwardHook& hook) {
+    handles_.emplace_back(&m, m.register_forward_hook(hook));
+    names_[&m] = name;
+  }
+  std::vector<std::pair<nn::Module*, unsigned>> handles_;
+  std::map<const nn::Module*, std::string> names_;
+};
+
+bool is_leaf_module(const nn::Module& m) { return m.named_children().empty(); }
+
+// ---- graph patterns --------------------------------------------------------------------------
+
+bool is(const Node* n, const char* name) { return n && n->name() == name; }
+// The node behind input i of n, looking through broadcasts (a keepdim sum divided into a
+// tensor is expanded first: DivBackward0 <- ExpandBackward0 <- SumBackward1).
+Node* input_node(const Node* n, size_t i) {
+  if (!n || i >= n->next_edges().size()) return nullptr;
+  Node* m = n->next_edges()[i].fn.get();
+  while (is(m, "ExpandBackward0") && !m->next_edges().empty()) m = m->next_edges()[0].fn.get();
+  return m;
+}
+
+// softmax(x) = e / sum(e, dim, keepdim), e = exp(x - max): DivBackward0(ExpBackward0, SumBackward1(same Exp)).
+bool is_softmax(const Node* n) {
+  return is(n, "DivBackward0") && is(input_node(n, 0), "ExpBackward0") && is(input_node(n, 1), "SumBackward1") &&
+         input_node(input_node(n, 1), 0) == input_node(n, 0);
+}
+// log_softmax(x) = x - logsumexp(x) = x - (log(sum(exp(x - m))) + m):
+// SubBackward0(x, AddBackward0(LogBackward0(SumBackward1(ExpBackward0)), m detached)).
+bool is_log_softmax(const Node* n) {
+  const Node* add = input_node(n, 1);
+  return is(n, "SubBackward0") && is(add, "AddBackward0") && is(input_node(add, 0), "LogBackward0") &&
+         is(input_node(input_node(add, 0), 0), "SumBackward1") && is(input_node(input_node(input_node(add, 0), 0), 0), "ExpBackward0");
+}
+
+std::vector<Node*> reachable(const Tensor& root) {
+  std::vector<Node*> order;
+  std::unordered_set<Node*> seen;
+  std::vector<Node*> stack;
+  if (root.grad_fn()) stack.push_back(root.grad_fn().get());
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    if (!n || !seen.insert(n).second) continue;
+    order.push_back(n);
+    for (const auto& e : n->next_edges())
+      if (e.fn) stack.push_back(e.fn.get());
+  }
+  return order;
+}
+
+}  // namespace
+
+// ---- output shape ------------------------------------------------------------------------------
+
+Finding check_output_shape(const Model& model, const Tensor& inputs, const Shape& expected) {
+  check_batch("diagnose::check_output_shape", inputs);
+  NoGradGuard no_grad;
+  const Tensor out = model(inputs);
+  Finding f = make(kModel, "output_shape", Verdict::Ok, "");
+  if (out.sizes() == expected) {
+    f.evidence = "output " + shape_str(out.sizes()) + " for input " + shape_str(inputs.sizes()) + ", as expected";
+    return f;
+  }
+  f.verdict = Verdict::Fail;
+  f.evidence = "output " + shape_str(out.sizes()) + " for input " + shape_str(inputs.sizes()) + "; expected " +
+               shape_str(expected);
+  f.hint = out.numel() == [&] {
+    int64_t n = 1;
+    for (int64_t s : expected) n *= s;
+    return n;
+  }()
+               ? "same number of elements, other layout: a missing flatten/reshape, or one that moves the batch dim"
+               : "the last layer's width or a flatten is wrong: compare each layer's in/out sizes with the data";
+  return f;
+}
+
+// ---- gradient flow -----------------------------------------------------------------------------
+
+Finding check_gradient_flow(const Model& model, const Loss& loss, const Tensor& inputs, const Tensor& targets,
+                            const optim::Optimizer* optimizer) {
+  check_batch("diagnose::check_gradient_flow", inputs);
+  nn::Module& m = *model.module;
+  m.zero_grad();
+  const Tensor out = model(inputs);
+  const Tensor l = loss(out, targets);
+  const std::vector<nn::UnregisteredTensor> unregistered = nn::find_unregistered_tensors(l, m);
+  Finding f = make(kModel, "gradient_flow", Verdict::Ok, "");
+  std::vector<std::string> unreached, missing;
+  if (l.requires_grad()) l.backward();
+  std::unordered_set<const void*> held;
+  if (optimizer)
+    for (const Tensor& p : optimizer->parameters()) held.insert(p.impl());
+  int64_t trainable = 0;
+  for (const auto& [name, p] : m.named_parameters()) {
+    if (!p.requires_grad()) continue;
+    ++trainable;
+    if (!p.grad().defined()) unreached.push_back(name);
+    if (optimizer && !held.count(p.impl())) missing.push_back(name);
+  }
+  m.zero_grad();
+  f.metrics["trainable"] = static_cast<double>(trainable);
+  f.metrics["unreached"] = static_cast<double>(unreached.size());
+  f.metrics["unregistered"] = static_cast<double>(unregistered.size());
+  f.metrics["not_in_optimizer"] = static_cast<double>(missing.size());
+  auto list = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (size_t i = 0; i < v.size() && i < 6; ++i) s += (i ? ", " : "") + v[i];
+    return v.size() > 6 ? s + ", ..." : s;
+  };
+  std::vector<std::string> problems, hints;
+  if (!unreached.empty()) {
+    problems.push_back(std::to_string(unreached.size()) + " of " + std::to_string(trainable) +
+                       " trainable parameters get no gradient from the loss: " + list(unreached));
+    hints.push_back("a layer that forward never calls (left out), a detach(), or a branch not taken: make forward "
+                    "use every registered layer, or remove the unused ones");
+  }
+  if (!unregistered.empty()) {
+    problems.push_back(std::to_string(unregistered.size()) + " tensors require grad and reach the loss without being "
+                       "parameters of the model: " + unregistered.front().describe());
+    hints.push_back("register them (register_parameter / register_module) so parameters() and the optimizer see them");
+  }
+  if (!missing.empty()) {
+    problems.push_back(std::to_string(missing.size()) + " trainable parameters are not held by the optimizer (" +
+                       optimizer->name() + "): " + list(missing));
+    hints.push_back("build the optimizer from model->parameters() after the model is complete (and after .to())");
+  }
+  if (problems.empty()) {
+    f.evidence = "every one of the " + std::to_string(trainable) + " trainable parameters gets a gradient" +
+                 (optimizer ? " and is held by the optimizer" : "") + "; no unregistered tensor feeds the loss";
+    return f;
+  }
+  f.verdict = Verdict::Fail;
+  for (size_t i = 0; i < problems.size(); ++i) {
+    f.evidence += (i ? "\n" : "") + problems[i];
+    f.hint += (i ? "; " : "") + hints[i];
+  }
+  return f;
+}
+
+// ---- activations -------------------------------------------------------------------------------
+
+std::vector<LayerStats> activation_stats(const Model& model, const Tensor& inputs) {
+  check_batch("diagnose::activation_stats", inputs);
+  std::vector<LayerStats> out;
+  std::vector<std::pair<nn::Module*, Tensor>> seen;
+  {
+    HookScope hooks(*model.module, [&](nn::Module& m, const Tensor& y) {
+      if (is_leaf_module(m) && y.defined() && y.is_floating_point()) seen.emplace_back(&m, y.detach());
+    });
+    NoGradGuard no_grad;
+    model(inputs);
+    for (auto& [m, y] : seen) {
+      LayerStats s;
+      s.name = hooks.name_of(m);
+      s.type = m->name();
+      s.shape = y.sizes();
+      const Tensor yd = y.to(kFloat64);
+      s.mean = mean(yd).item<double>();
+      s.std = y.numel() > 1 ? gradlab::std(yd, {}, 0).item<double>() : 0.0;
+      if (dynamic_cast<nn::ReLUImpl*>(m) && y.dim() >= 1 && y.size(0) > 0) {
+        // A unit (one position of a sample) is dead on this batch when it is 0 for every sample.
+        const Tensor alive = amax(yd.reshape({y.size(0), -1}), {0}) > 0;
+        s.dead_fraction = 1.0 - mean(alive.to(kFloat64)).item<double>();
+      } else if (dynamic_cast<nn::TanhImpl*>(m)) {
+        s.saturated_fraction = mean((abs(yd) > 0.99).to(kFloat64)).item<double>();
+      } else if (dynamic_cast<nn::SigmoidImpl*>(m)) {
+        s.saturated_fraction = mean(logical_or(yd < 0.01, yd > 0.99).to(kFloat64)).item<double>();
+      }
+      out.push_back(s);
+    }
+  }
+  return out;
+}
+
+Finding check_activations(const Model& model, const Tensor& inputs, const ActivationOptions& options) {
+  const std::vector<LayerStats> layers = activation_stats(model, inputs);
+  Finding f = make(kModel, "activations", Verdict::Ok, "");
+  std::vector<std::string> bad;
+  for (const LayerStats& s : layers) {
+    const std::string label = "'" + s.name + "' (" + s.type + ")";
+    std::string line = label + " " + shape_str(s.shape) + ": mean " + num(s.mean, 3) + ", std " + num(s.std, 3);
+    // One fraction per activation kind, judged alike: above max fail, above max / 2 warn.
+    auto judge = [&](const char* key, double frac, double max, const char* shown, const char* why) {
+      f.metrics[key + s.name] = frac;
+      line += std::string(", ") + shown + " " + num(100 * frac, 3) + "%";
+      if (frac > max) {
+        f.verdict = Verdict::Fail;
+        bad.push_back(label + ": " + num(100 * frac, 3) + "% " + why);
+      } else if (frac > max / 2) {
+        f.verdict = std::max(f.verdict, Verdict::Warn);
+      }
+    };
+    if (s.type == "ReLU")
+      judge("dead_", s.dead_fraction, options.max_dead_fraction, "dead units",
+            "of its units are 0 for every sample (dead ReLU)");
+    else if (s.type == "Tanh" || s.type == "Sigmoid")
+      judge("saturated_", s.saturated_fraction, options.max_saturated_fraction, "saturated",
+            "of its outputs are saturated (gradient ~0)");
+    f.evidence += (f.evidence.empty() ? "" : "\n") + line;
+  }
+  if (layers.empty()) f.evidence = "no module forward was seen (hooks need holders or Sequential: fc(x), not fc->forward(x))";
+  if (!bad.empty()) {
+    std::string head;
+    for (const auto& b : bad) head += b + "\n";
+    f.evidence = head + f.evidence;
+    f.hint = "pre-activations are too large or too shifted: normalize the inputs, use the default (Kaiming) init or a "
+             "smaller weight scale, check biases; for ReLU try a lower LR or LeakyReLU";
+  } else if (f.verdict == Verdict::Warn) {
+    f.hint = "many dead or saturated units: check the input scale and the init";
+  }
+  return f;
+}
+
+// ---- batch independence --------------------------------------------------------------------------
+
+namespace {
+
+// max |grad| over samples j != i relative to max |grad| of sample i.
+double batch_leak(const Model& model, const Tensor& inputs, int64_t i) {
+  Tensor x = inputs.detach().clone().requires_grad_(true);
+  const Tensor out = model(x);
+  const Tensor gi = autograd::grad({out.select(0, i).sum()}, {x}, {}, std::nullopt, false, /*allow_unused=*/true)[0];
+  if (!gi.defined()) return 0.0;
+  const Tensor g = abs(gi.detach().to(kFloat64)).reshape({x.size(0), -1});
+  const double own = amax(g.select(0, i)).item<double>();
+  Tensor others = g.clone();
+  others.select(0, i).zero_();
+  const double leak = amax(others).item<double>();
+  return own > 0 ? leak / own : leak;
+}
+
+}  // namespace
+
+Finding check_batch_independence(const Model& model, const Tensor& inputs, int64_t sample) {
+  check_batch("diagnose::check_batch_independence", inputs);
+  GRADLAB_CHECK(inputs.size(0) >= 2, ShapeError, "diagnose::check_batch_independence", "needs two samples or more",
+                "a batch of >= 2", shape_str(inputs.sizes()));
+  GRADLAB_CHECK(sample >= 0 && sample < inputs.size(0), ValueError, "diagnose::check_batch_independence",
+                "sample is outside the batch", "0 <= sample < " + std::to_string(inputs.size(0)), std::to_string(sample));
+  GRADLAB_CHECK(inputs.is_floating_point(), DTypeError, "diagnose::check_batch_independence",
+                "inputs must be floating point (the gradient with respect to them is measured)", "a float dtype",
+                to_string(inputs.dtype()), "index inputs (embeddings) cannot be checked this way");
+  constexpr double kTol = 1e-6;  // relative: independent models give exact zeros
+  Finding f = make(kModel, "batch_independence", Verdict::Ok, "");
+  const double leak = batch_leak(model, inputs, sample);
+  f.metrics["leak"] = leak;
+  const std::string what = "d output[" + std::to_string(sample) + "] / d input[j != " + std::to_string(sample) + "]";
+  if (leak <= kTol) {
+    f.evidence = what + " is 0: the samples of a batch do not mix";
+    return f;
+  }
+  // BatchNorm in training mode mixes samples through the batch statistics, by design.
+  std::vector<std::string> bn;
+  for (auto& [name, m] : model.module->named_modules())
+    if (m->name().rfind("BatchNorm", 0) == 0 && m->is_training()) bn.push_back("'" + name + "' (" + m->name() + ")");
+  if (bn.empty() && model.module->name().rfind("BatchNorm", 0) == 0 && model.module->is_training()) bn.push_back("the model");
+  if (bn.empty()) {
+    f.verdict = Verdict::Fail;
+    f.evidence = what + " reaches " + num(leak, 3) + " of the sample's own gradient: the samples mix";
+    f.hint = "something in forward combines samples: a reshape/view/transpose that moves the batch dim, a reduction "
+             "over dim 0 (mean, softmax(dim=0)), a concatenation along the batch";
+    return f;
+  }
+  // Repeat in eval mode (running statistics): then the model must be independent.
+  std::vector<std::pair<nn::Module*, bool>> modes{{model.module.get(), model.module->is_training()}};
+  for (auto& [name, m] : model.module->named_modules()) modes.emplace_back(m.get(), m->is_training());
+  model.module->eval();
+  double eval_leak = 0;
+  try {
+    eval_leak = batch_leak(model, inputs, sample);
+  } catch (...) {
+    for (auto& [m, on] : modes) m->train(on);
+    throw;
+  }
+  for (auto& [m, on] : modes) m->train(on);  // parents first: each module ends with its own mode
+  f.metrics["leak_eval"] = eval_leak;
+  std::string names;
+  for (const auto& b : bn) names += (names.empty() ? "" : ", ") + b;
+  if (eval_leak <= kTol) {
+    f.evidence = what + " is " + num(leak, 3) + " in train mode, through BatchNorm " + names +
+                 " (batch statistics: legitimate); 0 in eval mode";
+    return f;
+  }
+  f.verdict = Verdict::Fail;
+  f.evidence = what + " is " + num(eval_leak, 3) + " even in eval mode (BatchNorm " + names +
+               " uses running statistics there): something else mixes the samples";
+  f.hint = "a reshape/view/transpose across the batch dim, or a reduction over dim 0, in forward";
+  return f;
+}
+
+// ---- loss at init ------------------------------------------------------------------------------
+
+Finding check_initial_loss(const Model& model, const Loss& loss, const Tensor& inputs, const Tensor& targets) {
+  check_batch("diagnose::check_initial_loss", inputs);
+  NoGradGuard no_grad;
+  const Tensor out = model(inputs);
+  const double l = loss(out, targets).item<double>();
+  Finding f = make(kModel, "initial_loss", Verdict::Ok, "");
+  f.metrics["loss"] = l;
+  double expected = 0;
+  std::string why;
+  switch (loss.kind) {
+    case Loss::Kind::CrossEntropy:
+    case Loss::Kind::NLL: {
+      const int64_t c = out.dim() >= 2 ? out.size(1) : out.size(0);
+      expected = std::log(static_cast<double>(c));
+      why = "ln " + std::to_string(c) + " (a uniform guess over " + std::to_string(c) + " classes)";
+      break;
+    }
+    case Loss::Kind::BCEWithLogits:
+      expected = std::numbers::ln2;
+      why = "ln 2 (logits near 0)";
+      break;
+    case Loss::Kind::MSE: {
+      const Tensor y = targets.detach().to(kFloat64);
+      expected = mean(y * y).item<double>();
+      why = "E[y^2] = Var(y) + mean(y)^2 (outputs near 0)";
+      break;
+    }
+    case Loss::Kind::Other:
+      f.evidence = "loss at init " + num(l) + " (" + loss.name + ": no expected value known)";
+      return f;
+  }
+  f.metrics["expected"] = expected;
+  const double ratio = expected > 0 ? l / expected : (l == 0 ? 1.0 : std::numeric_limits<double>::infinity());
+  f.metrics["ratio"] = ratio;
+  f.evidence = "loss at init " + num(l) + ", expected about " + num(expected) + " = " + why + ": ratio " + num(ratio, 3);
+  if (!std::isfinite(l)) {
+    f.verdict = Verdict::Fail;
+    f.hint = "the first forward is already not finite: check the inputs for NaN/Inf and the model for log(0) or 0/0";
+  } else if (ratio > 3 || ratio < 1.0 / 3) {
+    f.verdict = Verdict::Fail;
+  } else if (ratio > 1.5 || ratio < 1 / 1.5) {
+    f.verdict = Verdict::Warn;
+  }
+  if (f.verdict != Verdict::Ok && f.hint.empty())
+    f.hint = ratio > 1 ? "the model starts confident and wrong: unnormalized (large) inputs, a too large init scale, "
+                         "or a last layer with large weights; normalize the inputs, keep the default init"
+                       : "the loss is lower than chance before training: targets that leak into the inputs, or a "
+                         "loss that does not match the outputs";
+  return f;
+}
+
+// ---- activation / loss pairing -------------------------------------------------------------------
+
+Finding check_loss_pairing(const Model& model, const Loss& loss, const Tensor& inputs, const Tensor& targets) {
+  check_batch("diagnose::check_loss_pairing", inputs);
+  // The module whose output is each graph node (the deepest one: a leaf module beats Sequential).
+  std::map<const Node*, std::string> module_of;
+  Tensor out, l;
+  {
+    HookScope* scope = nullptr;
+    HookScope hooks(*model.module, [&](nn::Module& m, const Tensor& y) {
+      if (!y.defined() || !y.grad_fn() || !scope) return;
+      const Node* n = y.grad_fn().get();
+      const std::string& name = scope->name_of(&m);
+      if (!module_of.count(n) || is_leaf_module(m))
+        module_of[n] = (name.empty() ? std::string("the model") : "module '" + name + "'") + " (" + m.name() + ")";
+    });
+    scope = &hooks;
+    out = model(inputs);
+    l = loss(out, targets);
+  }
+  Finding f = make(kModel, "loss_pairing", Verdict::Ok, "");
+  auto where = [&](const Node* n, const std::string& op) {
+    std::string s = op + " (" + n->name() + ", called at " + n->site.str() + ")";
+    if (auto it = module_of.find(n); it != module_of.end()) s += ", the output of " + it->second;
+    return s;
+  };
+  std::vector<std::string> fails, warns, hints;
+  // 1. Every fused cross-entropy node in the loss graph (also inside a custom loss).
+  int64_t ce_nodes = 0;
+  for (Node* n : reachable(l)) {
+    if (n->name() != "CrossEntropyLossBackward0") continue;
+    ++ce_nodes;
+    const Node* in = input_node(n, 0);
+    if (is_softmax(in)) {
+      fails.push_back(where(in, "softmax") + " is fed to cross_entropy (" + n->site.str() +
+                      "), which applies log_softmax itself: the loss is computed on probabilities and its gradients "
+                      "nearly vanish");
+      hints.push_back("return the logits (remove the softmax); apply softmax only to read probabilities");
+    } else if (is_log_softmax(in)) {
+      warns.push_back(where(in, "log_softmax") + " is fed to cross_entropy (" + n->site.str() +
+                      "): redundant (log_softmax of log_softmax is the same), but the outputs are not logits");
+      hints.push_back("remove the log_softmax, or keep it and use NLLLoss");
+    }
+  }
+  const Node* producer = out.grad_fn().get();
+  // 2. By the loss kind, on the model's output.
+  if (loss.kind == Loss::Kind::BCEWithLogits && is(producer, "SigmoidBackward0")) {
+    fails.push_back(where(producer, "sigmoid") + " is fed to " + loss.name +
+                    ", which applies sigmoid itself: the model's probabilities are squashed twice");
+    hints.push_back("return the logits (remove the sigmoid), or use a BCE on probabilities");
+  }
+  if (loss.kind == Loss::Kind::NLL && producer && !is_log_softmax(producer) && !is(producer, "LogBackward0")) {
+    fails.push_back(where(producer, "raw output") + " is fed to " + loss.name +
+                    ", which expects log-probabilities: without log_softmax it just pushes the target's logit up "
+                    "without bound");
+    hints.push_back("end the model with log_softmax(dim=1), or use CrossEntropyLoss on the logits");
+  }
+  if (loss.kind == Loss::Kind::CrossEntropy && ce_nodes == 0 && is_softmax(producer)) {
+    fails.push_back(where(producer, "softmax") + " is fed to " + loss.name + ", which applies log_softmax itself");
+    hints.push_back("return the logits (remove the softmax)");
+  }
+  f.metrics["fails"] = static_cast<double>(fails.size());
+  f.metrics["warns"] = static_cast<double>(warns.size());
+  if (fails.empty() && warns.empty()) {
+    f.evidence = loss.name + " receives " +
+                 (producer ? "the output of " + producer->name() + " (" + producer->site.str() + ")" : std::string("an output without graph")) +
+                 ": no activation that the loss applies itself";
+    return f;
+  }
+  f.verdict = fails.empty() ? Verdict::Warn : Verdict::Fail;
+  for (const auto& s : fails) f.evidence += (f.evidence.empty() ? "" : "\n") + s;
+  for (const auto& s : warns) f.evidence += (f.evidence.empty() ? "" : "\n") + s;
+  for (const auto& h : hints) f.hint += (f.hint.empty() ? "" : "; ") + h;
+  return f;
+}
+
+// ---- all of them -------------------------------------------------------------------------------
+
+std::vector<Finding> check_model(const Model& model, const Loss& loss, const Tensor& inputs, const Tensor& targets,
+                                 const optim::Optimizer* optimizer, const ModelCheckOptions& options) {
+  std::vector<Finding> out;
+  if (!options.expected_output.empty()) {
+    out.push_back(check_output_shape(model, inputs, options.expected_output));
+    if (out.back().failed()) return out;  // the other checks would fail on the shape alone
+  }
+  out.push_back(check_loss_pairing(model, loss, inputs, targets));
+  out.push_back(check_gradient_flow(model, loss, inputs, targets, optimizer));
+  out.push_back(check_initial_loss(model, loss, inputs, targets));
+  out.push_back(check_activations(model, inputs, options.activations));
+  if (inputs.size(0) >= 2 && inputs.is_floating_point())
+    out.push_back(check_batch_independence(model, inputs, options.sample));
+  return out;
+}
+
+}  // namespace gradlab::diagnose

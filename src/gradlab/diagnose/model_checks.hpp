@@ -1,0 +1,97 @@
+#pragma once
+// Model checks: one forward and backward on a batch, before any training. Each returns one
+// Finding of stage Model (activation_stats returns one per layer plus a summary).
+//
+//   auto f = diagnose::check_loss_pairing(model, loss, xb, yb);
+//   // [fail] model/loss_pairing: softmax (DivBackward0 at net.cpp:14 (in forward)) is fed to
+//   //        CrossEntropyLoss, which applies log_softmax itself ...
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gradlab/core/shape.hpp"
+#include "gradlab/core/tensor.hpp"
+#include "gradlab/diagnose/finding.hpp"
+#include "gradlab/diagnose/model.hpp"
+#include "gradlab/optim/optimizer.hpp"
+
+namespace gradlab::diagnose {
+
+/// The model's output shape on `inputs` against `expected` (the whole shape, batch dim
+/// included, e.g. {64, 10}): fail on any difference, naming both shapes.
+Finding check_output_shape(const Model& model, const Tensor& inputs, const Shape& expected);
+
+/// One forward + loss + backward: fail for trainable parameters the loss never reaches (their
+/// .grad stays undefined: a layer left out of forward, a detach, a branch not taken), for
+/// tensors that require grad and reach the loss without being parameters of the model
+/// (unregistered), and — when `optimizer` is given — for trainable parameters the optimizer does
+/// not hold. The gradients are cleared afterwards. metrics "unreached", "unregistered",
+/// "not_in_optimizer".
+Finding check_gradient_flow(const Model& model, const Loss& loss, const Tensor& inputs,
+                            const Tensor& targets, const optim::Optimizer* optimizer = nullptr);
+
+/// Statistics of one layer's output on a batch, from a forward hook.
+struct LayerStats {
+  std::string name;  ///< dotted module name, e.g. "1"
+  std::string type;  ///< module type, e.g. "ReLU"
+  Shape shape;
+  double mean = 0, std = 0;
+  /// ReLU: units (features along dim 1) that are 0 for every sample of the batch.
+  double dead_fraction = 0;
+  /// Tanh / Sigmoid: elements within 1% of the asymptotes (|tanh| > 0.99, sigmoid < 0.01 or
+  /// > 0.99), where the gradient has almost vanished.
+  double saturated_fraction = 0;
+};
+
+/// Thresholds of check_activations.
+struct ActivationOptions {
+  double max_dead_fraction = 0.5;       ///< dead ReLU units above this: fail (warn above half)
+  double max_saturated_fraction = 0.5;  ///< saturated tanh/sigmoid outputs above this: fail
+};
+
+/// Forward hooks on every leaf module record its output statistics (one forward, no grad).
+std::vector<LayerStats> activation_stats(const Model& model, const Tensor& inputs);
+/// activation_stats judged: fail when a ReLU layer has more dead units or a tanh/sigmoid layer
+/// more saturated outputs than allowed; metrics per layer ("dead_<name>", "saturated_<name>").
+Finding check_activations(const Model& model, const Tensor& inputs, const ActivationOptions& options = {});
+
+/// Batch independence: backpropagates sample i's output alone and checks that the gradient
+/// reaches no other sample's input (a model must not mix the samples of a batch: a reshape or
+/// transpose across the batch dim, a reduction over dim 0, ...). When samples mix and the model
+/// has a BatchNorm in training mode, that is named as the legitimate cause (warn) and the check
+/// is repeated in eval mode, which must be independent. metrics "leak" (max |grad| on other
+/// samples / max |grad| on sample i).
+Finding check_batch_independence(const Model& model, const Tensor& inputs, int64_t sample = 0);
+
+/// The loss on a batch at initialization against its expected value: ln C for C-class
+/// cross-entropy or NLL (the uniform guess), E[y²] (the target variance, for centred targets)
+/// for MSE with outputs near 0, ln 2 for BCE with logits. ok within [expected / 1.5, 1.5 ×
+/// expected], warn up to a factor 3, fail beyond (overconfident init, unnormalized inputs, wrong
+/// targets). metrics "loss", "expected".
+Finding check_initial_loss(const Model& model, const Loss& loss, const Tensor& inputs, const Tensor& targets);
+
+/// Activation/loss pairing, read from the recorded graph of one forward: softmax fed to
+/// CrossEntropyLoss (fail: it applies log_softmax itself, the gradients nearly vanish),
+/// log_softmax fed to CrossEntropyLoss (warn: harmless but redundant), sigmoid fed to
+/// BCEWithLogitsLoss (fail), raw logits (no log_softmax) fed to NLLLoss (fail). Each finding
+/// names the op (its graph node) and the call site recorded for it, and the module when one of
+/// the model's modules is that activation.
+Finding check_loss_pairing(const Model& model, const Loss& loss, const Tensor& inputs, const Tensor& targets);
+
+/// Options of check_model.
+struct ModelCheckOptions {
+  /// Expected output shape for the batch (empty: not checked).
+  Shape expected_output{};
+  ActivationOptions activations{};
+  /// Which sample check_batch_independence backpropagates.
+  int64_t sample = 0;
+};
+
+/// Every model check on one batch, in this order: output shape (when expected_output is given),
+/// loss pairing, gradient flow, initial loss, activations, batch independence.
+std::vector<Finding> check_model(const Model& model, const Loss& loss, const Tensor& inputs,
+                                 const Tensor& targets, const optim::Optimizer* optimizer = nullptr,
+                                 const ModelCheckOptions& options = {});
+
+}  // namespace gradlab::diagnose

@@ -1,0 +1,128 @@
+#pragma once
+// Training checks: a few optimizer steps with the user's own optimizer (its kind, LR and other
+// hyperparameters). Each returns a Finding of stage Training and, unless asked not to, restores
+// the model's parameters and buffers and the optimizer's state and hyperparameters afterwards
+// (TrainingSnapshot), so a check leaves the run it inspects as it was.
+//
+//   auto r = diagnose::overfit_one_batch(model, loss, opt, xb, yb);
+//   // [fail] training/overfit_one_batch: rising loss: 2.31 -> nan in 12 of 200 steps
+//   //        hint: the LR is too large (0.5 with SGD): lower it 10x ...
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gradlab/core/state_dict.hpp"
+#include "gradlab/core/tensor.hpp"
+#include "gradlab/diagnose/finding.hpp"
+#include "gradlab/diagnose/model.hpp"
+#include "gradlab/optim/optimizer.hpp"
+
+namespace gradlab::diagnose {
+
+/// Deep copies of a model's state_dict and an optimizer's state_dict, to put both back.
+class TrainingSnapshot {
+ public:
+  TrainingSnapshot(const nn::Module& model, const optim::Optimizer& optimizer);
+  /// Copies the saved values back (same tensors, so the optimizer keeps pointing at them).
+  void restore(nn::Module& model, optim::Optimizer& optimizer) const;
+
+ private:
+  StateDict model_, optimizer_;
+};
+
+/// Options of overfit_one_batch.
+struct OverfitOptions {
+  int64_t steps = 200;
+  /// Passes when the loss falls below this...
+  double loss_threshold = 0.05;
+  /// ...or (class-index losses) when every sample of the batch is classified right.
+  bool accept_full_accuracy = true;
+  /// Put the model and the optimizer back afterwards.
+  bool restore = true;
+};
+
+/// Trains on one batch only. A healthy model and optimizer memorize it; when they do not, the
+/// finding names the symptom and its likely causes:
+///   flat loss (fell < 5%)          -> zero gradient, LR too small, parameters missing from the optimizer;
+///   rising loss or NaN/Inf         -> LR too large;
+///   still falling at the end       -> LR too small (or too few steps);
+///   plateau above the threshold    -> capacity (too small a model) or label noise.
+/// metrics "initial_loss", "final_loss", "min_loss", "accuracy", "steps_run", "lr".
+Finding overfit_one_batch(const Model& model, const Loss& loss, optim::Optimizer& optimizer,
+                          const Tensor& inputs, const Tensor& targets, const OverfitOptions& options = {});
+
+/// Options of lr_range_test.
+struct LRRangeOptions {
+  double lr_min = 1e-5, lr_max = 10.0;
+  /// Log-spaced LRs, one optimizer step each (Smith's range test: weights carry over).
+  int64_t steps = 60;
+  int64_t batch_size = 64;
+  /// The sweep stops once the (smoothed) loss exceeds this multiple of the best loss seen.
+  double divergence_factor = 4.0;
+  uint64_t seed = 0;
+  bool restore = true;
+};
+
+/// The curve and its reading.
+struct LRRangeResult {
+  std::vector<double> lrs, losses;  ///< one per step run (smoothed losses)
+  double best_lr = 0;               ///< LR at the lowest smoothed loss
+  double diverged_lr = 0;           ///< first LR whose loss blew up (0 when none did)
+  /// Suggested range: [best_lr / 100, best_lr / 10] (a safe distance below the minimum).
+  double suggested_min = 0, suggested_max = 0;
+  /// ok when the optimizer's LR lies below the divergence point and no more than 100x below the
+  /// suggested range; fail at or above the divergence point; warn far below the range.
+  Finding finding;
+};
+
+/// Sweeps the LR from lr_min to lr_max (log-spaced) over batches of inputs/targets.
+LRRangeResult lr_range_test(const Model& model, const Loss& loss, optim::Optimizer& optimizer,
+                            const Tensor& inputs, const Tensor& targets, const LRRangeOptions& options = {});
+
+/// Per-parameter numbers over a few steps.
+struct ParameterStepStats {
+  std::string name;
+  std::vector<double> grad_norm;     ///< ||grad|| per step
+  std::vector<double> update_ratio;  ///< ||Δw|| / ||w|| per step (about 1e-3 is healthy)
+};
+
+/// Options of gradient_stats.
+struct GradientStatsOptions {
+  int64_t steps = 5;
+  int64_t batch_size = 64;
+  /// Median update/weight ratio of a parameter outside [min_ratio, max_ratio]: warn; above
+  /// fail_ratio, or a non-finite gradient: fail.
+  double min_ratio = 1e-6, max_ratio = 1e-1, fail_ratio = 1.0;
+  uint64_t seed = 0;
+  bool restore = true;
+};
+
+struct GradientStatsResult {
+  std::vector<ParameterStepStats> parameters;
+  /// metrics "max_update_ratio", "min_update_ratio", "grad_norm_<name>" (median per name).
+  Finding finding;
+};
+
+/// Gradient norm per parameter and update/weight ratio per step, with the user's optimizer.
+GradientStatsResult gradient_stats(const Model& model, const Loss& loss, optim::Optimizer& optimizer,
+                                   const Tensor& inputs, const Tensor& targets,
+                                   const GradientStatsOptions& options = {});
+
+/// Options of watch_nonfinite.
+struct NonFiniteOptions {
+  int64_t steps = 20;
+  int64_t batch_size = 64;
+  uint64_t seed = 0;
+  bool restore = true;
+};
+
+/// Trains `steps` steps under anomaly mode and stops at the first NaN/Inf: in the inputs of a
+/// batch (born in the data), in a forward op or a backward node (anomaly mode names the op, the
+/// call site and the operand statistics, forward or backward), in the loss or in the updated
+/// parameters. fail at the first one; metrics "step" (-1 when none), "phase" (0 data, 1 forward,
+/// 2 backward, 3 update).
+Finding watch_nonfinite(const Model& model, const Loss& loss, optim::Optimizer& optimizer,
+                        const Tensor& inputs, const Tensor& targets, const NonFiniteOptions& options = {});
+
+}  // namespace gradlab::diagnose
