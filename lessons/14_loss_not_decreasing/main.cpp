@@ -5,7 +5,7 @@
 // amount of training. Four planted bugs, each with its symptom measured and its fix: shuffled
 // labels, a detached graph, sigmoid before cross-entropy, softmax before CrossEntropyLoss. Then
 // the loss at init (ln 10 for ten balanced classes, or the init is wrong) and a learning rate too
-// small and one too large.
+// small and one too large. Last, gradlab::diagnose runs these checks in one call each.
 
 #include <algorithm>
 #include <cmath>
@@ -79,6 +79,12 @@ Fit overfit(nn::Sequential& m, const gl::Tensor& x, const gl::Tensor& y, const L
 }
 
 double min_of(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }
+
+bool has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
 }  // namespace
 
@@ -280,6 +286,79 @@ int main() {
       L.check(!large.finite ||
                   *std::max_element(large.loss.begin(), large.loss.end()) > 10 * large.loss.front(),
               "lr 30: the loss shoots up (over 10x its start) instead of falling (too large)");
+    }
+
+    // -------------------------------------------------------------------------------------------
+    L.section(
+        "5. the library does the same in one call: diagnose::check_initial_loss, "
+        "overfit_one_batch, check_loss_pairing");
+    {
+      namespace dg = gl::diagnose;
+      const dg::Loss ce = nn::CrossEntropyLoss();
+      nn::Sequential m = make_mlp(0), bad = make_mlp(0, 10.0);
+      const dg::Finding init_ok = dg::check_initial_loss(m, ce, x, y);
+      const dg::Finding init_bad = dg::check_initial_loss(bad, ce, x, y);
+      double loss0 = 0;
+      {
+        gl::NoGradGuard no_grad;
+        loss0 = criterion(m(x), y).item<double>();
+      }
+      std::cout << first_line(init_ok.str()) << "\n" << first_line(init_bad.str()) << "\n";
+      L.check(init_ok.ok() && std::abs(init_ok.metric("loss") - loss0) < 1e-6 &&
+                  std::abs(init_ok.metric("expected") - std::log(10.0)) < 1e-12,
+              "check_initial_loss: the same loss as section 1 against ln 10, ok");
+      L.check(init_bad.failed(), "...and a failure for the init 10x too large");
+
+      // The one-batch fit, with the lesson's optimizer. By default it also passes on 100%
+      // accuracy (as the issue defines it); loss_only asks for the loss alone to fall below 0.05.
+      dg::OverfitOptions loss_only;
+      loss_only.accept_full_accuracy = false;
+      auto fit = [&](const dg::Model& model, const dg::OverfitOptions& o, double lr = 1e-2,
+                     bool sgd = false) {
+        std::unique_ptr<optim::Optimizer> opt;
+        if (sgd)
+          opt = std::make_unique<optim::SGD>(model.module->parameters(), optim::SGDOptions(lr));
+        else
+          opt = std::make_unique<optim::Adam>(model.module->parameters(), optim::AdamOptions(lr));
+        return dg::overfit_one_batch(model, ce, *opt, xb, yb, o);
+      };
+      nn::Sequential h = make_mlp(0), det = make_mlp(0), sig = make_mlp(0), soft = make_mlp(0);
+      const dg::Finding f_ok = fit(h, loss_only);
+      const dg::Model detached(
+          det.ptr(), [det](const gl::Tensor& in) { return det(in).detach().requires_grad_(true); });
+      const dg::Finding f_det = fit(detached, loss_only);
+      const dg::Model with_sigmoid(sig.ptr(),
+                                   [sig](const gl::Tensor& in) { return gl::sigmoid(sig(in)); });
+      const dg::Finding f_sig_default = fit(with_sigmoid, dg::OverfitOptions{});
+      const dg::Finding f_sig = fit(with_sigmoid, loss_only);
+      const int softmax_line = __LINE__ + 2;  // the line of the softmax call, for the check
+      const dg::Model with_softmax(
+          soft.ptr(), [soft](const gl::Tensor& in) { return gl::softmax(soft(in), 1); });
+      const dg::Finding pairing = dg::check_loss_pairing(with_softmax, ce, xb, yb);
+      nn::Sequential slow = make_mlp(0), fast = make_mlp(0);
+      const dg::Finding f_small = fit(slow, loss_only, 1e-5, true);
+      const dg::Finding f_large = fit(fast, loss_only, 30.0, true);
+      for (const dg::Finding* f :
+           {&f_ok, &f_det, &f_sig_default, &f_sig, &pairing, &f_small, &f_large})
+        std::cout << first_line(f->str()).substr(0, 150)
+                  << (first_line(f->str()).size() > 150 ? " ..." : "") << "\n";
+      L.check(f_ok.ok(), "overfit_one_batch passes the healthy model (loss below 0.05)");
+      L.check(f_det.failed() && f_det.metric("symptom") == 1 && has(f_det.hint, "zero gradient"),
+              "the detached graph: a flat loss with a zero gradient, as in 3b");
+      L.check(f_sig_default.ok() && f_sig.failed() && f_sig.metric("symptom") == 4 &&
+                  f_sig.metric("min_loss") >= floor01 - 1e-4,
+              "sigmoid + cross-entropy passes on accuracy alone; asked for the loss, it fails "
+              "with a plateau at the 1.4612 floor of 3c");
+      L.check(
+          pairing.failed() && has(pairing.evidence, "softmax") &&
+              has(pairing.evidence,
+                  "lessons/14_loss_not_decreasing/main.cpp:" + std::to_string(softmax_line)),
+          "check_loss_pairing reads the graph and names the softmax fed to CrossEntropyLoss (3d) "
+          "and its line, " +
+              std::to_string(softmax_line));
+      L.check(f_small.failed() && f_large.failed() && f_large.metric("symptom") == 2 &&
+                  has(f_small.hint, "too small") && has(f_large.hint, "too large"),
+              "lr 1e-5 and lr 30: failures whose hints say the LR is too small and too large");
     }
   });
 }
