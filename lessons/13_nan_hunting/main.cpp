@@ -57,6 +57,9 @@ struct Run {
   bool hit_row = false;  // the first bad step's batch held the row asked for
 };
 
+// The line of train()'s model call, which anomaly mode names beside a site inside the model.
+int g_model_line = 0;
+
 // SGD (or AdamW) on shuffled batches of 64 for `steps` steps; stops at the first non-finite loss.
 // kMse regresses the one-hot labels: nothing saturates there, so the effect of the input scale
 // and of the init on the largest stable LR shows undamped (cross-entropy bounds the gradient of
@@ -78,6 +81,7 @@ Run train(nn::Sequential& m, const gl::Tensor& x, const gl::Tensor& y, double lr
   for (int step = 0; step < steps;) {
     for (gl::data::Batch& b : loader) {
       o->zero_grad();
+      g_model_line = __LINE__ + 1;
       const gl::Tensor out = m(b.data);
       gl::Tensor l =
           loss == Loss::kMse ? mse(out, eye.index_select(0, b.target)) : ce(out, b.target);
@@ -301,12 +305,22 @@ int main() {
         gl::autograd::DetectAnomalyGuard anomaly;
         msg = anomaly_of([&] { train(m2, x, y, 10.0, 300); });
       }
-      std::cout << "anomaly mode: " << first_line(msg).substr(0, 124) << " ...\n";
+      const std::string line1 = first_line(msg);
+      const size_t inside = line1.find(", inside a module");
+      const std::string module_part =
+          inside == std::string::npos ? "(no module line)"
+                                      : line1.substr(inside, line1.find(')', inside) + 1 - inside);
+      std::cout << "anomaly mode: " << line1.substr(0, 124) << " ...\n"
+                << "              ..." << module_part << " ...\n";
       L.check(
           has(msg, "anomaly detected in forward: Addmm (called at src/gradlab/nn/layers.cpp:") &&
               has(msg, "LinearImpl::forward") && has(msg, "from finite inputs") && has(msg, "+inf"),
-          "anomaly mode names the op where the inf was born: Addmm in nn::Linear's forward "
-          "(a site inside a module is the module's line), from huge but finite inputs");
+          "anomaly mode names the op where the inf was born: Addmm in nn::Linear's forward, "
+          "from huge but finite inputs: an overflow, not a bad op");
+      L.check(has(msg, ", inside a module called at " + std::string(kThisFile) +
+                           std::to_string(g_model_line)),
+              "...and beside that line inside the module, the lesson's own line " +
+                  std::to_string(g_model_line) + " that called the model");
 
       // The order of checks: inputs are clean (section 1), so lower the LR 10x.
       nn::Sequential m3 = make_mlp(0);

@@ -17,6 +17,24 @@ std::string short_source_path(std::string_view file) {
   return std::string(best == std::string_view::npos ? file : file.substr(best));
 }
 
+namespace {
+thread_local Site t_module_call{std::source_location{}};  // line 0: none
+}  // namespace
+
+ModuleCallScope::ModuleCallScope(const Site& site) noexcept {
+  const std::string_view file = site.loc.file_name();
+  if (!site.known() || file.find("src/gradlab/") != std::string_view::npos) return;
+  previous_ = t_module_call;
+  t_module_call = site;
+  set_ = true;
+}
+
+ModuleCallScope::~ModuleCallScope() {
+  if (set_) t_module_call = previous_;
+}
+
+Site ModuleCallScope::current() noexcept { return t_module_call; }
+
 std::string Site::str() const {
   if (!known()) return "<unknown site>";
   std::string s = short_source_path(loc.file_name()) + ":" + std::to_string(loc.line());
