@@ -81,6 +81,72 @@ TEST(AnomalyMode, BackwardNamesTheNodeAndItsForwardLine) {
   EXPECT_TRUE(has(m, "+inf 1")) << m;  // outgoing: one inf
 }
 
+// Lesson 13: an op inside a module carries gradlab's own line (layers.cpp); the user's line that
+// called the module is named beside it, in forward and in backward.
+TEST(AnomalyMode, InsideAModuleTheUsersCallOfTheModuleIsNamed) {
+  manual_seed(0);
+  nn::Linear fc(2, 1);
+  {
+    NoGradGuard no_grad;
+    fc->weight.fill_(1e38);
+  }
+  const Tensor x = full({1, 2}, 3.0);  // float32; 3e38 + 3e38 overflows float32 in the Addmm
+  autograd::DetectAnomalyGuard guard;
+  const int line = __LINE__ + 1;
+  const std::string m = message_of([&] { Tensor y = fc(x); });
+  ASSERT_FALSE(m.empty());
+  EXPECT_TRUE(has(m, "anomaly detected in forward: Addmm (called at src/gradlab/nn/")) << m;
+  EXPECT_TRUE(
+      has(m, ", inside a module called at checks/testing/anomaly_test.cpp:" + std::to_string(line)))
+      << m;
+  // A module called from gradlab's own code (diagnose::Model's forward) keeps the caller's line
+  // out: no "inside a module called at src/gradlab/...".
+  const std::string lib = message_of([&] { Tensor y = diagnose::Model(fc)(x); });
+  EXPECT_TRUE(has(lib, "anomaly detected in forward: Addmm")) << lib;
+  EXPECT_FALSE(has(lib, "inside a module")) << lib;
+}
+
+TEST(AnomalyMode, BackwardInsideAModuleNamesTheUsersCallToo) {
+  // Forward finite (1e-30 * 1e38 = 1e8), backward not: dx = g W = 1e10 * 1e38 overflows float32,
+  // born in the Addmm node recorded inside fc.
+  nn::Linear fc(1, 1);
+  {
+    NoGradGuard no_grad;
+    fc->weight.fill_(1e38);
+    fc->bias.fill_(0.0);
+  }
+  const Tensor x = full({1, 1}, 1e-30).requires_grad_(true);  // float32
+  const int line = __LINE__ + 1;
+  Tensor h = fc(x);
+  Tensor loss = (h * 1e10).sum();  // outside the module: the incoming gradient 1e10 is finite
+  ASSERT_NE(h.grad_fn(), nullptr);
+  EXPECT_EQ(h.grad_fn()->module_site.loc.line(), static_cast<unsigned>(line));
+  EXPECT_FALSE(loss.grad_fn()->module_site.known());  // recorded outside any module
+  autograd::DetectAnomalyGuard guard;
+  const std::string m = message_of([&] { loss.backward(); });
+  ASSERT_FALSE(m.empty());
+  EXPECT_TRUE(has(m, "anomaly detected in backward: AddmmBackward0")) << m;
+  EXPECT_TRUE(has(m, "The forward op was called at src/gradlab/nn/")) << m;
+  EXPECT_TRUE(
+      has(m, ", inside a module called at checks/testing/anomaly_test.cpp:" + std::to_string(line)))
+      << m;
+}
+
+TEST(AnomalyMode, ModuleCallScopeKeepsTheUsersLineAgainstLibraryCalls) {
+  EXPECT_FALSE(ModuleCallScope::current().known());
+  const int line = __LINE__ + 1;
+  ModuleCallScope user(Site::current());
+  EXPECT_EQ(ModuleCallScope::current().loc.line(), static_cast<unsigned>(line));
+  {
+    const int inner = __LINE__ + 1;
+    ModuleCallScope nested(Site::current());  // a user module calling another: innermost wins
+    EXPECT_EQ(ModuleCallScope::current().loc.line(), static_cast<unsigned>(inner));
+  }
+  EXPECT_EQ(ModuleCallScope::current().loc.line(), static_cast<unsigned>(line));
+  ModuleCallScope none(Site::unknown());  // unknown sites change nothing
+  EXPECT_EQ(ModuleCallScope::current().loc.line(), static_cast<unsigned>(line));
+}
+
 TEST(AnomalyMode, OffMeansNoChecksAndNoThrow) {
   autograd::set_detect_anomaly(false);
   Tensor x = tensor({0.0, 4.0}, f64()).requires_grad_(true);

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <sstream>
+#include <string_view>
 
 namespace gradlab::autograd {
 
@@ -19,6 +20,13 @@ TensorStats tensor_stats(const Tensor& t) {
     }
   }
   return s;
+}
+
+std::string inside_module(const Site& op_site, const Site& module_site) {
+  if (!module_site.known()) return "";
+  const bool same = module_site.loc.line() == op_site.loc.line() &&
+                    std::string_view(module_site.loc.file_name()) == op_site.loc.file_name();
+  return same ? "" : ", inside a module called at " + module_site.str();
 }
 
 std::string TensorStats::str(const Tensor& t) const {

@@ -34,6 +34,10 @@ struct TensorStats {
 };
 TensorStats tensor_stats(const Tensor& t);
 
+/// ", inside a module called at <user line>" when `module_site` is known and is not `op_site`
+/// itself; "" otherwise (anomaly messages append it to an op's site).
+std::string inside_module(const Site& op_site, const Site& module_site);
+
 /// Thrown by anomaly mode; the message has every detail.
 class AnomalyError : public AutogradError {
  public:

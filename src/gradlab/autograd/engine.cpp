@@ -190,7 +190,8 @@ void check_backward_anomaly(const Node& n, const GradList& in, const GradList& o
     if (s.all_finite()) continue;
     std::string m = "anomaly detected in backward: " + n.name() + " returned a non-finite gradient for input " +
                     std::to_string(i) + " (" + s.str(out[i]) + ") from finite incoming gradients. " +
-                    "The forward op was called at " + n.site.str() + ". Incoming gradients:";
+                    "The forward op was called at " + n.site.str() + inside_module(n.site, n.module_site) +
+                    ". Incoming gradients:";
     for (size_t k = 0; k < in.size(); ++k)
       if (in[k].defined()) m += "\n  grad of output " + std::to_string(k) + ": " + tensor_stats(in[k]).str(in[k]);
     throw AnomalyError(m);

@@ -133,6 +133,7 @@ struct Function {
     (detail::collect(inputs, args), ...);
     auto node = std::make_shared<CppNode<T>>();
     node->site = site;
+    node->module_site = ModuleCallScope::current();
     (detail::mark_tensor_inputs(node->input_is_tensor, args), ...);
     node->ctx.bind(node.get());
     const bool rec = should_record(inputs);

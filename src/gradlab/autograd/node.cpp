@@ -192,7 +192,7 @@ void check_forward_anomaly(const char* op, const Site& site, const std::vector<c
     TensorStats s = tensor_stats(*o);
     if (s.all_finite()) continue;
     std::string m = "anomaly detected in forward: " + forward_name(op) + " (called at " + site.str() +
-                    ") returned non-finite values in output " + std::to_string(i) + " (" +
+                    inside_module(site, ModuleCallScope::current()) + ") returned non-finite values in output " + std::to_string(i) + " (" +
                     s.str(*o) + ") from finite inputs:";
     size_t k = 0;
     for (const Tensor* t : inputs) {

@@ -84,6 +84,8 @@ class Node : public std::enable_shared_from_this<Node> {
 
   /// Where the forward call was made.
   Site site = Site::unknown();
+  /// The user's call of the module this op ran inside (ModuleCallScope), unknown outside one.
+  Site module_site = Site::unknown();
   /// Creation order; later nodes run first among those ready.
   uint64_t sequence_nr() const { return sequence_nr_; }
   bool released() const { return released_; }

@@ -4,18 +4,40 @@ namespace gradlab {
 
 Site Site::unknown() noexcept { return Site(std::source_location{}); }
 
+std::string short_source_path(std::string_view file) {
+  // NOTE: a root counts only as a whole component (at the start or after '/'): a plain rfind of
+  // "lessons/" in "/work/wt/i11-lessons/src/gradlab/nn/layers.cpp" cut it to
+  // "lessons/src/gradlab/nn/layers.cpp". The rightmost root wins, whichever it is.
+  size_t best = std::string_view::npos;
+  for (std::string_view root : {"lessons/", "checks/", "bench/", "src/", "notebooks/"}) {
+    size_t p = file.rfind(root);
+    while (p != std::string_view::npos && p != 0 && file[p - 1] != '/') p = file.rfind(root, p - 1);
+    if (p != std::string_view::npos && (best == std::string_view::npos || p > best)) best = p;
+  }
+  return std::string(best == std::string_view::npos ? file : file.substr(best));
+}
+
+namespace {
+thread_local Site t_module_call{std::source_location{}};  // line 0: none
+}  // namespace
+
+ModuleCallScope::ModuleCallScope(const Site& site) noexcept {
+  const std::string_view file = site.loc.file_name();
+  if (!site.known() || file.find("src/gradlab/") != std::string_view::npos) return;
+  previous_ = t_module_call;
+  t_module_call = site;
+  set_ = true;
+}
+
+ModuleCallScope::~ModuleCallScope() {
+  if (set_) t_module_call = previous_;
+}
+
+Site ModuleCallScope::current() noexcept { return t_module_call; }
+
 std::string Site::str() const {
   if (!known()) return "<unknown site>";
-  std::string file = loc.file_name();
-  // Keep the path short: from the last "src/", "lessons/", "checks/" or "bench/" on, else the name.
-  for (const char* root : {"lessons/", "checks/", "bench/", "src/", "notebooks/"}) {
-    auto p = file.rfind(root);
-    if (p != std::string::npos) {
-      file = file.substr(p);
-      break;
-    }
-  }
-  std::string s = file + ":" + std::to_string(loc.line());
+  std::string s = short_source_path(loc.file_name()) + ":" + std::to_string(loc.line());
   std::string fn = loc.function_name();
   if (!fn.empty()) {
     // "int main()" -> "main"; "void f(int)" -> "f"

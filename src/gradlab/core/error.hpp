@@ -25,6 +25,29 @@ struct Site {
   std::string str() const;
 };
 
+/// A source path as sites print it: from the last path component named src/, lessons/, checks/,
+/// bench/ or notebooks/ on ("/home/me/gradlab/src/gradlab/nn/layers.cpp" ->
+/// "src/gradlab/nn/layers.cpp"); the path unchanged when it has none. Only whole components
+/// count: a checkout in "/work/i11-lessons/" keeps "src/..." for its library files.
+std::string short_source_path(std::string_view file);
+
+/// The user's call of a module (module holders open one: `fc(x)`). The ops inside a module's
+/// forward carry gradlab's own line (layers.cpp); anomaly mode adds this one, the caller's line.
+/// Calls made from gradlab's own sources (src/gradlab/) do not replace the user's.
+class ModuleCallScope {
+ public:
+  explicit ModuleCallScope(const Site& site) noexcept;
+  ~ModuleCallScope();
+  ModuleCallScope(const ModuleCallScope&) = delete;
+  ModuleCallScope& operator=(const ModuleCallScope&) = delete;
+  /// The innermost user call of a module on this thread; Site::unknown() outside any.
+  static Site current() noexcept;
+
+ private:
+  Site previous_ = Site::unknown();
+  bool set_ = false;
+};
+
 /// Base of every exception gradlab throws.
 class Error : public std::runtime_error {
  public:

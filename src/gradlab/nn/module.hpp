@@ -197,8 +197,26 @@ class ModuleHolder {
   bool is_empty() const { return impl_ == nullptr; }
   explicit operator bool() const { return impl_ != nullptr; }
   /// Calls forward: fc(x) == fc->forward(x), then the module's forward hooks on a Tensor result.
+  /// With one or two arguments the caller's line is kept (ModuleCallScope): anomaly mode names
+  /// it beside the line inside the module where a NaN was born.
+  template <class A>
+  decltype(auto) operator()(A&& a, Site site = {}) const {
+    ModuleCallScope scope(site);
+    return call(std::forward<A>(a));
+  }
+  template <class A, class B>
+  decltype(auto) operator()(A&& a, B&& b, Site site = {}) const {
+    ModuleCallScope scope(site);
+    return call(std::forward<A>(a), std::forward<B>(b));
+  }
   template <class... Args>
-  decltype(auto) operator()(Args&&... args) const {
+  requires(sizeof...(Args) == 0 || sizeof...(Args) > 2) decltype(auto) operator()(Args&&... args) const {
+    return call(std::forward<Args>(args)...);
+  }
+
+ private:
+  template <class... Args>
+  decltype(auto) call(Args&&... args) const {
     using Out = decltype(get()->forward(std::forward<Args>(args)...));
     if constexpr (std::is_same_v<std::decay_t<Out>, Tensor>) {
       Tensor out = get()->forward(std::forward<Args>(args)...);
@@ -209,7 +227,6 @@ class ModuleHolder {
     }
   }
 
- private:
   std::shared_ptr<Impl> impl_;
 };
 

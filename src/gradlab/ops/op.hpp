@@ -115,6 +115,7 @@ auto record(const Site& site, Args&&... args) {
   const bool rec = should_record(inputs);
   auto op = std::make_shared<OpT>();
   op->site = site;
+  op->module_site = ModuleCallScope::current();
   op->set_recording(rec);
   auto out = [&] {
     AutoGradMode no_grad(false);
