@@ -10,6 +10,7 @@ packages=(
   librapidcheck-dev libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev python3 python3-numpy
   zlib1g-dev clang-14 libclang-rt-14-dev
+  libopenmpi-dev openmpi-bin
 )
 
 if ! command -v dpkg >/dev/null 2>&1; then
