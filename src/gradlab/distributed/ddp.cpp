@@ -66,7 +66,7 @@ class Reducer {
     armed_ = true;
     stats_.buckets = static_cast<int64_t>(buckets_.size());
     stats_.launched_during_backward = 0;
-    if (!options_.find_unused_parameters_) return;
+    if (!options_.find_unused_parameters()) return;
     // Every node reachable from the outputs; a parameter whose accumulator is not among them
     // gets no gradient in this backward.
     std::unordered_set<autograd::Node*> seen;
@@ -99,9 +99,9 @@ class Reducer {
   };
 
   void build_buckets() {
-    const double cap = options_.bucket_cap_mb_ * 1024.0 * 1024.0;
-    GRADLAB_CHECK(options_.bucket_cap_mb_ > 0, ValueError, "DistributedDataParallel",
-                  "bucket_cap_mb must be positive", "> 0", std::to_string(options_.bucket_cap_mb_));
+    const double cap = options_.bucket_cap_mb() * 1024.0 * 1024.0;
+    GRADLAB_CHECK(options_.bucket_cap_mb() > 0, ValueError, "DistributedDataParallel",
+                  "bucket_cap_mb must be positive", "> 0", std::to_string(options_.bucket_cap_mb()));
     // Reverse order: backward produces the last layer's gradients first.
     Bucket cur;
     double bytes = 0;
@@ -175,7 +175,7 @@ class Reducer {
     }
     --b.pending;
     const bool last = num_ready_ == params_.size();
-    if (options_.overlap_ || last) launch_ready(last);
+    if (options_.overlap() || last) launch_ready(last);
     // Let MPI move the buckets already in flight (it progresses only inside MPI calls).
     for (size_t k = 0; k < next_launch_; ++k) buckets_[k].work.is_completed();
     if (last) finalize();
@@ -194,7 +194,7 @@ class Reducer {
   void finalize() {
     for (Bucket& b : buckets_) b.work.wait();
     std::vector<char> globally_used(params_.size(), 1);
-    if (options_.find_unused_parameters_) {
+    if (options_.find_unused_parameters()) {
       // A parameter unused on every rank keeps its .grad as it was (PyTorch leaves it alone).
       Tensor u = empty({static_cast<int64_t>(params_.size())}, TensorOptions().dtype(kInt64));
       int64_t* up = u.data_ptr<int64_t>();
@@ -301,7 +301,7 @@ const DDPStats& DistributedDataParallelBase::stats() const { return reducer_->st
 
 void DistributedDataParallelBase::pre_forward() {
   reducer_->prepare_for_forward();
-  if (options_.broadcast_buffers_ && dist::get_world_size() > 1) {
+  if (options_.broadcast_buffers() && dist::get_world_size() > 1) {
     std::vector<Tensor> bufs = buffers();
     if (!bufs.empty()) dist::broadcast_coalesced(bufs, 0);
   }

@@ -37,6 +37,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "gradlab/nn/arg.hpp"
 #include "gradlab/nn/module.hpp"
 
 namespace gradlab::nn::parallel {
@@ -44,30 +45,14 @@ namespace gradlab::nn::parallel {
 /// Options of DistributedDataParallel, LibTorch style: DDPOptions().bucket_cap_mb(1).
 struct DDPOptions {
   /// Bucket size in MiB (PyTorch's bucket_cap_mb). A parameter larger than it gets its own.
-  DDPOptions& bucket_cap_mb(double v) {
-    bucket_cap_mb_ = v;
-    return *this;
-  }
+  GRADLAB_ARG(double, bucket_cap_mb) = 25;
   /// Walk the graph after forward and mark parameters that got no part in the output ready.
-  DDPOptions& find_unused_parameters(bool v) {
-    find_unused_parameters_ = v;
-    return *this;
-  }
+  GRADLAB_ARG(bool, find_unused_parameters) = false;
   /// Broadcast buffers (BatchNorm's running stats) from rank 0 before each forward.
-  DDPOptions& broadcast_buffers(bool v) {
-    broadcast_buffers_ = v;
-    return *this;
-  }
+  GRADLAB_ARG(bool, broadcast_buffers) = true;
   /// false: start every all-reduce only after backward produced the last gradient (no overlap;
   /// for measuring what the overlap buys).
-  DDPOptions& overlap(bool v) {
-    overlap_ = v;
-    return *this;
-  }
-  double bucket_cap_mb_ = 25;
-  bool find_unused_parameters_ = false;
-  bool broadcast_buffers_ = true;
-  bool overlap_ = true;
+  GRADLAB_ARG(bool, overlap) = true;
 };
 
 /// What the last synchronized backward did (for tests, lessons and benchmarks).
