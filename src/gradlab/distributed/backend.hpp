@@ -36,15 +36,19 @@ class Backend {
   virtual DeviceType device_type() const = 0;
   /// Whether `dtype` can travel (MPI: float32, float64, int64).
   virtual bool supports(ScalarType dtype) const = 0;
+  // Each operation starts non-blocking (a Work to poll), or with `blocking` runs to completion
+  // in the call (MPI's blocking collectives are the tuned ones: faster than their non-blocking
+  // twins; process_group.cpp bounds them with a watchdog instead of a poll).
   // In place on `t` (op is SUM or MAX; AVG is SUM then a division done by the caller).
-  virtual std::unique_ptr<WorkImpl> all_reduce(const Tensor& t, ReduceOp op) = 0;
-  virtual std::unique_ptr<WorkImpl> broadcast(const Tensor& t, int src) = 0;
+  virtual std::unique_ptr<WorkImpl> all_reduce(const Tensor& t, ReduceOp op, bool blocking) = 0;
+  virtual std::unique_ptr<WorkImpl> broadcast(const Tensor& t, int src, bool blocking) = 0;
   /// flat_out (world_size * input.numel() elements) = every rank's input, in rank order.
-  virtual std::unique_ptr<WorkImpl> all_gather(const Tensor& input, const Tensor& flat_out) = 0;
+  virtual std::unique_ptr<WorkImpl> all_gather(const Tensor& input, const Tensor& flat_out,
+                                               bool blocking) = 0;
   /// output = op over ranks of block `rank` of flat_in (world_size * output.numel() elements).
   virtual std::unique_ptr<WorkImpl> reduce_scatter(const Tensor& flat_in, const Tensor& output,
-                                                   ReduceOp op) = 0;
-  virtual std::unique_ptr<WorkImpl> barrier() = 0;
+                                                   ReduceOp op, bool blocking) = 0;
+  virtual std::unique_ptr<WorkImpl> barrier(bool blocking) = 0;
   /// Ends every process of the job; `message` is already printed.
   [[noreturn]] virtual void abort_job() = 0;
 };

@@ -82,36 +82,51 @@ class MpiBackend final : public Backend {
   DeviceType device_type() const override { return kCPU; }
   bool supports(ScalarType t) const override { return mpi_type(t) != MPI_DATATYPE_NULL; }
 
-  std::unique_ptr<WorkImpl> all_reduce(const Tensor& t, ReduceOp op) override {
+  // NOTE: a blocking call leaves the request MPI_REQUEST_NULL, which MPI_Test reports as done.
+  std::unique_ptr<WorkImpl> all_reduce(const Tensor& t, ReduceOp op, bool blocking) override {
     auto w = work("all_reduce", t);
-    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, t.impl()->data(), count_of(t), mpi_type(t.dtype()),
-                             mpi_op(op), comm_, &w->request),
+    void* p = t.impl()->data();
+    const MPI_Datatype dt = mpi_type(t.dtype());
+    check_mpi(blocking ? MPI_Allreduce(MPI_IN_PLACE, p, count_of(t), dt, mpi_op(op), comm_)
+                       : MPI_Iallreduce(MPI_IN_PLACE, p, count_of(t), dt, mpi_op(op), comm_, &w->request),
               "all_reduce");
     return w;
   }
-  std::unique_ptr<WorkImpl> broadcast(const Tensor& t, int src) override {
+  std::unique_ptr<WorkImpl> broadcast(const Tensor& t, int src, bool blocking) override {
     auto w = work("broadcast", t);
-    check_mpi(MPI_Ibcast(t.impl()->data(), count_of(t), mpi_type(t.dtype()), src, comm_, &w->request),
+    void* p = t.impl()->data();
+    const MPI_Datatype dt = mpi_type(t.dtype());
+    check_mpi(blocking ? MPI_Bcast(p, count_of(t), dt, src, comm_)
+                       : MPI_Ibcast(p, count_of(t), dt, src, comm_, &w->request),
               "broadcast");
     return w;
   }
-  std::unique_ptr<WorkImpl> all_gather(const Tensor& in, const Tensor& out) override {
+  std::unique_ptr<WorkImpl> all_gather(const Tensor& in, const Tensor& out, bool blocking) override {
     auto w = work("all_gather", in, out);
-    check_mpi(MPI_Iallgather(in.impl()->data(), count_of(in), mpi_type(in.dtype()), out.impl()->data(),
-                             count_of(in), mpi_type(in.dtype()), comm_, &w->request),
+    void* ip = in.impl()->data();
+    void* op = out.impl()->data();
+    const MPI_Datatype dt = mpi_type(in.dtype());
+    const int n = count_of(in);
+    check_mpi(blocking ? MPI_Allgather(ip, n, dt, op, n, dt, comm_)
+                       : MPI_Iallgather(ip, n, dt, op, n, dt, comm_, &w->request),
               "all_gather");
     return w;
   }
-  std::unique_ptr<WorkImpl> reduce_scatter(const Tensor& in, const Tensor& out, ReduceOp op) override {
+  std::unique_ptr<WorkImpl> reduce_scatter(const Tensor& in, const Tensor& out, ReduceOp op,
+                                           bool blocking) override {
     auto w = work("reduce_scatter", in, out);
-    check_mpi(MPI_Ireduce_scatter_block(in.impl()->data(), out.impl()->data(), count_of(out),
-                                        mpi_type(out.dtype()), mpi_op(op), comm_, &w->request),
+    void* ip = in.impl()->data();
+    void* outp = out.impl()->data();
+    const MPI_Datatype dt = mpi_type(out.dtype());
+    const int n = count_of(out);
+    check_mpi(blocking ? MPI_Reduce_scatter_block(ip, outp, n, dt, mpi_op(op), comm_)
+                       : MPI_Ireduce_scatter_block(ip, outp, n, dt, mpi_op(op), comm_, &w->request),
               "reduce_scatter");
     return w;
   }
-  std::unique_ptr<WorkImpl> barrier() override {
+  std::unique_ptr<WorkImpl> barrier(bool blocking) override {
     auto w = work("barrier", Tensor());
-    check_mpi(MPI_Ibarrier(comm_, &w->request), "barrier");
+    check_mpi(blocking ? MPI_Barrier(comm_) : MPI_Ibarrier(comm_, &w->request), "barrier");
     return w;
   }
   void abort_job() override {

@@ -101,7 +101,7 @@ class NcclBackend final : public Backend {
       check_nccl(ncclGetUniqueId(&id), "init_process_group(\"nccl\")");
       std::memcpy(id_bytes.impl()->data(), &id, sizeof id);
     }
-    auto w = mpi_->broadcast(id_bytes, 0);
+    auto w = mpi_->broadcast(id_bytes, 0, true);
     while (!w->test()) {
     }
     std::memcpy(&id, id_bytes.impl()->data(), sizeof id);
@@ -116,34 +116,34 @@ class NcclBackend final : public Backend {
   DeviceType device_type() const override { return kCUDA; }
   bool supports(ScalarType t) const override { return nccl_type(t) != ncclNumTypes; }
 
-  std::unique_ptr<WorkImpl> all_reduce(const Tensor& t, ReduceOp op) override {
+  std::unique_ptr<WorkImpl> all_reduce(const Tensor& t, ReduceOp op, bool) override {
     void* p = t.impl()->data();
     check_nccl(ncclAllReduce(p, p, static_cast<size_t>(t.numel()), nccl_type(t.dtype()), nccl_op(op), comm_, nullptr),
                "all_reduce");
     return work("all_reduce", t);
   }
-  std::unique_ptr<WorkImpl> broadcast(const Tensor& t, int src) override {
+  std::unique_ptr<WorkImpl> broadcast(const Tensor& t, int src, bool) override {
     void* p = t.impl()->data();
     check_nccl(ncclBroadcast(p, p, static_cast<size_t>(t.numel()), nccl_type(t.dtype()), src, comm_, nullptr),
                "broadcast");
     return work("broadcast", t);
   }
-  std::unique_ptr<WorkImpl> all_gather(const Tensor& in, const Tensor& out) override {
+  std::unique_ptr<WorkImpl> all_gather(const Tensor& in, const Tensor& out, bool) override {
     check_nccl(ncclAllGather(in.impl()->data(), out.impl()->data(), static_cast<size_t>(in.numel()),
                              nccl_type(in.dtype()), comm_, nullptr),
                "all_gather");
     return work("all_gather", in, out);
   }
-  std::unique_ptr<WorkImpl> reduce_scatter(const Tensor& in, const Tensor& out, ReduceOp op) override {
+  std::unique_ptr<WorkImpl> reduce_scatter(const Tensor& in, const Tensor& out, ReduceOp op, bool) override {
     check_nccl(ncclReduceScatter(in.impl()->data(), out.impl()->data(), static_cast<size_t>(out.numel()),
                                  nccl_type(out.dtype()), nccl_op(op), comm_, nullptr),
                "reduce_scatter");
     return work("reduce_scatter", in, out);
   }
-  std::unique_ptr<WorkImpl> barrier() override {
+  std::unique_ptr<WorkImpl> barrier(bool) override {
     // Device work first, then the ranks meet over MPI.
     check_cuda(cudaDeviceSynchronize(), "barrier");
-    return mpi_->barrier();
+    return mpi_->barrier(true);
   }
   void abort_job() override {
     if (comm_) ncclCommAbort(comm_);

@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <condition_variable>
 #include <cstdlib>
 #include <exception>
 #include <iostream>
+#include <mutex>
 #include <thread>
 
 #include "gradlab/autograd/grad_mode.hpp"
@@ -20,10 +22,71 @@ namespace gradlab::distributed {
 
 namespace {
 
+std::string timeout_message(const std::string& what, std::chrono::milliseconds timeout) {
+  char secs[32];
+  std::snprintf(secs, sizeof secs, "%g", static_cast<double>(timeout.count()) / 1000.0);
+  return what + " did not complete within " + secs +
+         " s: another rank failed, hangs, or called a different collective; aborting the job so "
+         "that no rank waits forever";
+}
+
+// Bounds the blocking collectives (which cannot be polled): a thread that ends the job when one
+// is still running at its deadline.
+class Watchdog {
+ public:
+  ~Watchdog() {
+    {
+      std::lock_guard<std::mutex> l(m_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+  void arm(const std::string& what, std::chrono::milliseconds timeout) {
+    std::lock_guard<std::mutex> l(m_);
+    if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
+    what_ = what;
+    timeout_ = timeout;
+    deadline_ = std::chrono::steady_clock::now() + timeout;
+    active_ = true;
+    ++serial_;
+    cv_.notify_all();
+  }
+  void disarm() {
+    std::lock_guard<std::mutex> l(m_);
+    active_ = false;
+  }
+
+ private:
+  void loop() {
+    std::unique_lock<std::mutex> l(m_);
+    while (!stop_) {
+      if (!active_) {
+        cv_.wait(l);
+        continue;
+      }
+      const uint64_t serial = serial_;
+      if (cv_.wait_until(l, deadline_, [&] { return stop_ || !active_ || serial_ != serial; })) continue;
+      const std::string message = timeout_message(what_, timeout_);
+      l.unlock();
+      abort_job(message);
+    }
+  }
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::thread thread_;
+  std::string what_;
+  std::chrono::milliseconds timeout_{0};
+  std::chrono::steady_clock::time_point deadline_;
+  bool active_ = false, stop_ = false;
+  uint64_t serial_ = 0;
+};
+
 struct Group {
   std::unique_ptr<detail::Backend> backend;
   std::chrono::milliseconds timeout = kDefaultTimeout;
   bool destroyed = false;  // MPI cannot be initialized twice in one process
+  Watchdog watchdog;
 };
 Group& group() {
   static Group g;
@@ -86,13 +149,7 @@ void wait_bounded(detail::WorkImpl& w) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   unsigned spins = 0;
   while (!w.test()) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      char secs[32];
-      std::snprintf(secs, sizeof secs, "%g", static_cast<double>(timeout.count()) / 1000.0);
-      abort_job(w.what + " did not complete within " + secs +
-                " s: another rank failed, hangs, or called a different collective; aborting the "
-                "job so that no rank waits forever");
-    }
+    if (std::chrono::steady_clock::now() > deadline) abort_job(timeout_message(w.what, timeout));
     if (++spins % 64 == 0) std::this_thread::yield();
   }
   w.completed = true;
@@ -102,6 +159,24 @@ void wait_bounded(detail::WorkImpl& w) {
 Work start(std::unique_ptr<detail::WorkImpl> w, std::string what) {
   w->what = std::move(what);
   return Work(std::shared_ptr<detail::WorkImpl>(std::move(w)));
+}
+
+// A blocking collective under the watchdog, then (for a backend whose "blocking" call only
+// queues work, NCCL) a bounded poll.
+template <class F>
+void run_blocking(const std::string& what, F&& start_op) {
+  Group& g = group();
+  g.watchdog.arm(what, g.timeout);
+  std::unique_ptr<detail::WorkImpl> w;
+  try {
+    w = start_op();
+  } catch (...) {
+    g.watchdog.disarm();
+    throw;
+  }
+  g.watchdog.disarm();
+  w->what = what;
+  wait_bounded(*w);
 }
 
 void uncaught_exception_handler() {
@@ -201,30 +276,41 @@ void destroy_process_group() {
 
 // ---- collectives --------------------------------------------------------------------------------
 
-Work all_reduce_async(const Tensor& tensor, ReduceOp op) {
-  detail::Backend& b = backend_for("all_reduce");
+namespace {
+std::string check_all_reduce(detail::Backend& b, const Tensor& tensor, ReduceOp op) {
   check_tensor(b, "all_reduce", tensor);
   check_op("all_reduce", op, tensor);
   bump(tensor);
-  auto w = b.all_reduce(tensor, op == ReduceOp::AVG ? ReduceOp::SUM : op);
-  if (op == ReduceOp::AVG && b.world_size() > 1) {
-    w->on_complete = [tensor, n = b.world_size()] {
-      NoGradGuard ng;
-      Tensor(tensor).div_(n);
-    };
-  }
-  return start(std::move(w), "all_reduce (" + to_string(op) + ", " + describe(tensor) + ")");
+  return "all_reduce (" + to_string(op) + ", " + describe(tensor) + ")";
+}
+void divide(const Tensor& t, int n) {
+  NoGradGuard ng;
+  Tensor(t).div_(n);
+}
+}  // namespace
+
+Work all_reduce_async(const Tensor& tensor, ReduceOp op) {
+  detail::Backend& b = backend_for("all_reduce");
+  std::string what = check_all_reduce(b, tensor, op);
+  auto w = b.all_reduce(tensor, op == ReduceOp::AVG ? ReduceOp::SUM : op, /*blocking=*/false);
+  if (op == ReduceOp::AVG && b.world_size() > 1) w->on_complete = [tensor, n = b.world_size()] { divide(tensor, n); };
+  return start(std::move(w), std::move(what));
 }
 
-void all_reduce(const Tensor& tensor, ReduceOp op) { all_reduce_async(tensor, op).wait(); }
+void all_reduce(const Tensor& tensor, ReduceOp op) {
+  detail::Backend& b = backend_for("all_reduce");
+  const std::string what = check_all_reduce(b, tensor, op);
+  run_blocking(what, [&] { return b.all_reduce(tensor, op == ReduceOp::AVG ? ReduceOp::SUM : op, true); });
+  if (op == ReduceOp::AVG && b.world_size() > 1) divide(tensor, b.world_size());
+}
 
 void broadcast(const Tensor& tensor, int src) {
   detail::Backend& b = backend_for("broadcast");
   check_tensor(b, "broadcast", tensor);
   check_src(b, "broadcast", src);
   bump(tensor);
-  start(b.broadcast(tensor, src), "broadcast (src " + std::to_string(src) + ", " + describe(tensor) + ")")
-      .wait();
+  run_blocking("broadcast (src " + std::to_string(src) + ", " + describe(tensor) + ")",
+               [&] { return b.broadcast(tensor, src, true); });
 }
 
 void broadcast_coalesced(const std::vector<Tensor>& tensors, int src) {
@@ -270,7 +356,7 @@ void all_gather(std::vector<Tensor>& outputs, const Tensor& input) {
                   "every output must have the input's shape and dtype", describe(input), describe(o));
   }
   Tensor flat = empty({static_cast<int64_t>(n) * input.numel()}, input.options());
-  start(b.all_gather(input, flat), "all_gather (" + describe(input) + ")").wait();
+  run_blocking("all_gather (" + describe(input) + ")", [&] { return b.all_gather(input, flat, true); });
   NoGradGuard ng;
   for (size_t r = 0; r < n; ++r)
     outputs[r].copy_(flat.narrow(0, static_cast<int64_t>(r) * input.numel(), input.numel()).reshape(input.sizes()));
@@ -292,15 +378,14 @@ void reduce_scatter(const Tensor& output, const std::vector<Tensor>& inputs, Red
     flat.narrow(0, static_cast<int64_t>(r) * output.numel(), output.numel()).copy_(inputs[r].reshape({output.numel()}));
   }
   bump(output);
-  start(b.reduce_scatter(flat, output, op == ReduceOp::AVG ? ReduceOp::SUM : op),
-        "reduce_scatter (" + to_string(op) + ", " + describe(output) + ")")
-      .wait();
+  run_blocking("reduce_scatter (" + to_string(op) + ", " + describe(output) + ")",
+               [&] { return b.reduce_scatter(flat, output, op == ReduceOp::AVG ? ReduceOp::SUM : op, true); });
   if (op == ReduceOp::AVG && n > 1) Tensor(output).div_(static_cast<int64_t>(n));
 }
 
 void barrier() {
   detail::Backend& b = backend_for("barrier");
-  start(b.barrier(), "barrier").wait();
+  run_blocking("barrier", [&] { return b.barrier(true); });
 }
 
 void abort_job(const std::string& message) {
