@@ -10,7 +10,9 @@
 //     mpirun -np 2 --oversubscribe build/release/bench/bench_distributed
 //
 // NOTE: iteration counts are fixed (Iterations): with Google Benchmark's adaptive counts the
-// ranks could run different numbers of collectives and deadlock.
+// ranks could run different numbers of collectives and deadlock. For the same reason never pass
+// --benchmark_enable_random_interleaving: each rank would shuffle differently, and two ranks in
+// all_reduces of different sizes is undefined behaviour in MPI (Open MPI crashes).
 
 #include <benchmark/benchmark.h>
 #include <mpi.h>
@@ -35,6 +37,18 @@ void BM_AllReduceRawMPI(benchmark::State& state) {
   const int64_t n = state.range(0) / 4;
   gl::Tensor t = gl::ones({n});
   for (auto _ : state) MPI_Allreduce(MPI_IN_PLACE, t.data_ptr<float>(), static_cast<int>(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+  set_bandwidth(state, state.range(0));
+}
+
+// The same call on a duplicate of MPI_COMM_WORLD (as gradlab's group uses): separates the cost of
+// gradlab's wrapper from any difference between communicators.
+void BM_AllReduceRawMPIDupComm(benchmark::State& state) {
+  const int64_t n = state.range(0) / 4;
+  gl::Tensor t = gl::ones({n});
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  for (auto _ : state) MPI_Allreduce(MPI_IN_PLACE, t.data_ptr<float>(), static_cast<int>(n), MPI_FLOAT, MPI_SUM, comm);
+  MPI_Comm_free(&comm);
   set_bandwidth(state, state.range(0));
 }
 
@@ -93,6 +107,7 @@ class Silent : public benchmark::BenchmarkReporter {
 }  // namespace
 
 BENCHMARK(BM_AllReduceRawMPI)->Name("allreduce/raw_MPI_Allreduce")->Arg(1 << 20)->Arg(16 << 20)->Iterations(60)->UseRealTime();
+BENCHMARK(BM_AllReduceRawMPIDupComm)->Name("allreduce/raw_MPI_Allreduce_dup_comm")->Arg(1 << 20)->Arg(16 << 20)->Iterations(60)->UseRealTime();
 BENCHMARK(BM_AllReduceGradlab)->Name("allreduce/gradlab_all_reduce")->Arg(1 << 20)->Arg(16 << 20)->Iterations(60)->UseRealTime();
 BENCHMARK(BM_StepSingleProcess)->Name("step/single_process_batch64")->Iterations(30)->UseRealTime();
 BENCHMARK(BM_StepDDP)->Name("step/ddp_2ranks_batch64_per_rank")->Arg(1)->Iterations(30)->UseRealTime();
