@@ -17,6 +17,13 @@ if(GRADLAB_HAVE_MPI)
     set_tests_properties(mpi.${_name} PROPERTIES LABELS mpi TIMEOUT 120 ENVIRONMENT "${_mpi_env}")
   endforeach()
 
+  # The same collectives called differently on the ranks, under GRADLAB_DISTRIBUTED_DEBUG=DETAIL.
+  gradlab_check_executable(mpi_debug distributed/debug_mpi.cpp distributed/mpi_main.cpp)
+  target_link_libraries(mpi_debug PRIVATE GTest::gmock GTest::gtest)
+  add_test(NAME mpi.debug_detail COMMAND ${_mpirun} $<TARGET_FILE:mpi_debug> WORKING_DIRECTORY "${PROJECT_SOURCE_DIR}")
+  set_tests_properties(mpi.debug_detail PROPERTIES LABELS mpi TIMEOUT 120
+    ENVIRONMENT "${_mpi_env};GRADLAB_DISTRIBUTED_DEBUG=DETAIL")
+
   gradlab_check_executable(mpi_nccl distributed/nccl_mpi.cpp)
   add_test(NAME mpi.nccl COMMAND ${_mpirun} $<TARGET_FILE:mpi_nccl> WORKING_DIRECTORY "${PROJECT_SOURCE_DIR}")
   set_tests_properties(mpi.nccl PROPERTIES LABELS mpi TIMEOUT 120 ENVIRONMENT "${_mpi_env}")

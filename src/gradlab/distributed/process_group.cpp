@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <condition_variable>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <iostream>
 #include <mutex>
@@ -156,6 +157,39 @@ void wait_bounded(detail::WorkImpl& w) {
   if (w.on_complete) w.on_complete();
 }
 
+// GRADLAB_DISTRIBUTED_DEBUG=DETAIL (PyTorch: TORCH_DISTRIBUTED_DEBUG=DETAIL): before every
+// collective the ranks compare what they are about to call, so a rank calling another collective,
+// size or dtype gets a DistributedError instead of MPI's undefined behaviour (a hang, a crash or
+// garbage). Costs one small all_gather per collective; CPU (mpi) groups only.
+bool debug_detail() {
+  static const bool on = [] {
+    const char* v = std::getenv("GRADLAB_DISTRIBUTED_DEBUG");
+    return v && std::string(v) == "DETAIL";
+  }();
+  return on;
+}
+
+void check_same_collective(detail::Backend& b, const std::string& what) {
+  if (!debug_detail() || b.world_size() == 1 || b.device_type() != kCPU) return;
+  constexpr int64_t kWords = 16;  // the first 127 bytes of the description, NUL-padded
+  const int n = b.world_size();
+  Tensor mine = zeros({kWords}, TensorOptions().dtype(kInt64));
+  std::memcpy(mine.impl()->data(), what.data(), std::min<size_t>(what.size(), kWords * 8 - 1));
+  Tensor all = zeros({kWords * n}, TensorOptions().dtype(kInt64));
+  auto w = b.all_gather(mine, all, /*blocking=*/true);
+  while (!w->test()) {
+  }
+  auto text = [&](int r) { return std::string(static_cast<const char*>(all.impl()->data()) + r * kWords * 8); };
+  const std::string first = text(0);
+  for (int r = 1; r < n; ++r) {
+    if (text(r) == first) continue;
+    throw DistributedError(error_message(
+        what.substr(0, what.find(' ')), "the ranks called different collectives",
+        "rank 0: " + first, "rank " + std::to_string(r) + ": " + text(r),
+        "every rank must call the same collectives in the same order, with the same shapes and dtypes"));
+  }
+}
+
 Work start(std::unique_ptr<detail::WorkImpl> w, std::string what) {
   w->what = std::move(what);
   return Work(std::shared_ptr<detail::WorkImpl>(std::move(w)));
@@ -166,6 +200,7 @@ Work start(std::unique_ptr<detail::WorkImpl> w, std::string what) {
 template <class F>
 void run_blocking(const std::string& what, F&& start_op) {
   Group& g = group();
+  check_same_collective(*g.backend, what);
   g.watchdog.arm(what, g.timeout);
   std::unique_ptr<detail::WorkImpl> w;
   try {
@@ -292,6 +327,7 @@ void divide(const Tensor& t, int n) {
 Work all_reduce_async(const Tensor& tensor, ReduceOp op) {
   detail::Backend& b = backend_for("all_reduce");
   std::string what = check_all_reduce(b, tensor, op);
+  check_same_collective(b, what);
   auto w = b.all_reduce(tensor, op == ReduceOp::AVG ? ReduceOp::SUM : op, /*blocking=*/false);
   if (op == ReduceOp::AVG && b.world_size() > 1) w->on_complete = [tensor, n = b.world_size()] { divide(tensor, n); };
   return start(std::move(w), std::move(what));

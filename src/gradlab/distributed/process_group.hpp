@@ -13,6 +13,9 @@
 // complete in time (another rank died, hangs, or called a different collective) prints why and
 // ends the whole job (MPI_Abort), and so does an exception that escapes main on any rank (the
 // group installs a std::terminate handler): no rank is left hanging.
+// Ranks calling different collectives (op, size, dtype) is undefined behaviour in MPI; with
+// GRADLAB_DISTRIBUTED_DEBUG=DETAIL every collective first compares the calls across ranks and
+// throws a DistributedError naming both.
 // NOTE: no MPI or NCCL header here; the library builds (and these functions raise a clear
 // DistributedError) without them.
 
