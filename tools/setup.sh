@@ -15,6 +15,7 @@ packages=(
   nlohmann-json3-dev python3 python3-numpy
   zlib1g-dev clang-14 libclang-rt-14-dev
   python3-venv python3-matplotlib
+  libopenmpi-dev openmpi-bin
 )
 
 if ! command -v dpkg >/dev/null 2>&1; then

@@ -79,5 +79,30 @@ TEST(Hooks, RunOnceWithTheSummedGradientOfAFanOut) {
   EXPECT_THAT(seen, ElementsAre(5));
 }
 
+TEST(Hooks, PostAccumulateGradHookSeesTheAccumulatedGradOncePerBackward) {
+  Tensor x = f64({1.0, 2.0}, true);
+  std::vector<std::vector<double>> seen;
+  unsigned id = x.register_post_accumulate_grad_hook([&](Tensor& leaf) { seen.push_back(vals(leaf.grad())); });
+  (x * 2 + x * 3).sum().backward();  // fan-out: one call, after the sum was stored
+  (x * 1).sum().backward();          // the second sees the accumulated 5 + 1
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_THAT(seen[0], ElementsAre(5, 5));
+  EXPECT_THAT(seen[1], ElementsAre(6, 6));
+  x.remove_hook(id);
+  (x * 1).sum().backward();
+  EXPECT_EQ(seen.size(), 2u);
+}
+
+TEST(Hooks, PostAccumulateGradHookMayRewriteTheGradAndNeedsALeaf) {
+  Tensor x = f64({1.0}, true);
+  x.register_post_accumulate_grad_hook([](Tensor& leaf) { leaf.mutable_grad().mul_(0.5); });
+  (x * 4).backward();
+  EXPECT_THAT(vals(x.grad()), ElementsAre(2));
+  Tensor h = x * 2;
+  EXPECT_THROW(h.register_post_accumulate_grad_hook([](Tensor&) {}), AutogradError);
+  Tensor n = f64({1.0}, false);
+  EXPECT_THROW(n.register_post_accumulate_grad_hook([](Tensor&) {}), AutogradError);
+}
+
 }  // namespace
 }  // namespace gradlab

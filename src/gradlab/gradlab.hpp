@@ -33,6 +33,7 @@
 #include "gradlab/data/data.hpp"
 #include "gradlab/diagnose/diagnose.hpp"
 #include "gradlab/io/io.hpp"
+#include "gradlab/distributed/distributed.hpp"
 #include "gradlab/testing/gradcheck.hpp"
 #include "gradlab/testing/mutants.hpp"
 #include "gradlab/testing/op_table.hpp"

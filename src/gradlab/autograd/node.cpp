@@ -111,6 +111,12 @@ GradList AccumulateGrad::apply(GradList&& grads) {
     NoGradGuard ng;
     acc.add_(g);
   }
+  if (!leaf_->autograd.post_accumulate_hooks.empty()) {
+    Tensor leaf(leaf_);
+    // NOTE: a copy of the list: a hook may remove itself (or others) while it runs.
+    auto hooks = leaf_->autograd.post_accumulate_hooks;
+    for (auto& [id, hook] : hooks) hook(leaf);
+  }
   return {};
 }
 

@@ -92,12 +92,27 @@ unsigned Tensor::register_hook(std::function<void(const Tensor&)> hook) {
   }));
 }
 
+unsigned Tensor::register_post_accumulate_grad_hook(std::function<void(Tensor&)> hook) {
+  check_defined("register_post_accumulate_grad_hook");
+  GRADLAB_CHECK(requires_grad(), AutogradError, "register_post_accumulate_grad_hook",
+                "cannot register a hook on a tensor that doesn't require gradient",
+                "a tensor that requires grad", "requires_grad=false");
+  GRADLAB_CHECK(is_leaf(), AutogradError, "register_post_accumulate_grad_hook",
+                "post accumulate grad hooks cannot be registered on non-leaf tensors",
+                "a leaf tensor", "a tensor with grad_fn " + autograd::node_name(*grad_fn()),
+                "use register_hook for a non-leaf's gradient");
+  unsigned id = autograd::next_hook_id();
+  impl_->autograd.post_accumulate_hooks.emplace_back(id, std::move(hook));
+  return id;
+}
+
 void Tensor::remove_hook(unsigned handle) {
   check_defined("remove_hook");
   auto drop = [handle](auto& v) {
     std::erase_if(v, [handle](const auto& p) { return p.first == handle; });
   };
   drop(impl_->autograd.leaf_hooks);
+  drop(impl_->autograd.post_accumulate_hooks);
   if (impl_->autograd.grad_fn)
     for (auto& [slot, hooks] : impl_->autograd.grad_fn->pre_hooks) drop(hooks);
 }

@@ -114,6 +114,10 @@ class Tensor {
     else
       return register_hook(GradHook(std::forward<F>(hook)));
   }
+  /// On a leaf that requires grad: calls `hook(leaf)` each time backward has accumulated into
+  /// leaf.grad (PyTorch's register_post_accumulate_grad_hook; DistributedDataParallel starts its
+  /// gradient all-reduce from it). Returns a handle for remove_hook.
+  unsigned register_post_accumulate_grad_hook(std::function<void(Tensor&)> hook);
   void remove_hook(unsigned handle);
   /// Same data, cut from the graph (shares storage and version counter).
   Tensor detach() const;

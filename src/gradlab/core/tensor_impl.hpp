@@ -20,6 +20,8 @@ struct AutogradMeta {
   uint32_t output_nr = 0;
   std::weak_ptr<autograd::Node> grad_accumulator;  // a leaf's AccumulateGrad, while a graph uses it
   std::vector<std::pair<unsigned, GradHook>> leaf_hooks;  // hooks on a leaf's gradient
+  // Hooks run after a leaf's .grad was accumulated (register_post_accumulate_grad_hook).
+  std::vector<std::pair<unsigned, std::function<void(Tensor&)>>> post_accumulate_hooks;
 };
 
 struct TensorImpl {

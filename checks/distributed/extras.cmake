@@ -1,0 +1,49 @@
+# checks/distributed extras: programs that run under mpirun (label mpi). Each ctest starts
+# `mpirun -np 2 --oversubscribe` with Open MPI's root variables (CI runs as root) and
+# OPENBLAS_NUM_THREADS=1 (two ranks on two cores). Registered only when gradlab found MPI.
+
+if(GRADLAB_HAVE_MPI)
+  set(_mpi_env
+    "OMPI_ALLOW_RUN_AS_ROOT=1" "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1" "OPENBLAS_NUM_THREADS=1"
+    "OMPI_MCA_rmaps_base_oversubscribe=1" "GRADLAB_DATA_DIR=${PROJECT_SOURCE_DIR}/data")
+  set(_mpirun "${MPIEXEC_EXECUTABLE}" ${MPIEXEC_NUMPROC_FLAG} 2 --oversubscribe)
+
+  # GoogleTest programs: every rank runs every test; the job fails when a rank fails.
+  foreach(_name collectives ddp sampler)
+    gradlab_check_executable(mpi_${_name} distributed/${_name}_mpi.cpp distributed/mpi_main.cpp)
+    target_link_libraries(mpi_${_name} PRIVATE GTest::gmock GTest::gtest MPI::MPI_CXX)
+    add_test(NAME mpi.${_name} COMMAND ${_mpirun} $<TARGET_FILE:mpi_${_name}>
+             WORKING_DIRECTORY "${PROJECT_SOURCE_DIR}")
+    set_tests_properties(mpi.${_name} PROPERTIES LABELS mpi TIMEOUT 120 ENVIRONMENT "${_mpi_env}")
+  endforeach()
+
+  # The same collectives called differently on the ranks, under GRADLAB_DISTRIBUTED_DEBUG=DETAIL.
+  gradlab_check_executable(mpi_debug distributed/debug_mpi.cpp distributed/mpi_main.cpp)
+  target_link_libraries(mpi_debug PRIVATE GTest::gmock GTest::gtest)
+  add_test(NAME mpi.debug_detail COMMAND ${_mpirun} $<TARGET_FILE:mpi_debug> WORKING_DIRECTORY "${PROJECT_SOURCE_DIR}")
+  set_tests_properties(mpi.debug_detail PROPERTIES LABELS mpi TIMEOUT 120
+    ENVIRONMENT "${_mpi_env};GRADLAB_DISTRIBUTED_DEBUG=DETAIL")
+
+  gradlab_check_executable(mpi_nccl distributed/nccl_mpi.cpp)
+  add_test(NAME mpi.nccl COMMAND ${_mpirun} $<TARGET_FILE:mpi_nccl> WORKING_DIRECTORY "${PROJECT_SOURCE_DIR}")
+  set_tests_properties(mpi.nccl PROPERTIES LABELS mpi TIMEOUT 120 ENVIRONMENT "${_mpi_env}")
+
+  # A failing rank ends the job with its message within the time limit. PASS_REGULAR_EXPRESSION
+  # replaces the exit-code check (mpirun exits non-zero, as it must); FAIL_REGULAR_EXPRESSION
+  # catches a rank 0 that went on past the collective; TIMEOUT is the time limit.
+  gradlab_check_executable(mpi_failure distributed/failure_mpi.cpp)
+  add_test(NAME mpi.failure_exception_ends_the_job COMMAND ${_mpirun} $<TARGET_FILE:mpi_failure> throw)
+  set_tests_properties(mpi.failure_exception_ends_the_job PROPERTIES LABELS mpi TIMEOUT 20
+    ENVIRONMENT "${_mpi_env}"
+    PASS_REGULAR_EXPRESSION "gradlab.distributed: rank 1 of 2: uncaught exception: planted failure on rank 1: loss is NaN at step 3"
+    FAIL_REGULAR_EXPRESSION "completed, which it must not")
+  add_test(NAME mpi.failure_hang_times_out_and_ends_the_job COMMAND ${_mpirun} $<TARGET_FILE:mpi_failure> hang)
+  set_tests_properties(mpi.failure_hang_times_out_and_ends_the_job PROPERTIES LABELS mpi TIMEOUT 20
+    ENVIRONMENT "${_mpi_env}"
+    PASS_REGULAR_EXPRESSION "gradlab.distributed: rank 0 of 2: all_reduce \\(SUM, float32 \\[4\\]\\) did not complete within 2(\\.0+)? s"
+    FAIL_REGULAR_EXPRESSION "completed, which it must not")
+endif()
+
+if(GRADLAB_HAVE_MPI)
+  target_compile_definitions(check_distributed PRIVATE GRADLAB_TEST_HAVE_MPI=1)
+endif()

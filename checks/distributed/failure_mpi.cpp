@@ -1,0 +1,26 @@
+// A rank that fails must take the job down with its message, not leave the others waiting:
+//   failure_mpi throw  rank 1 throws before the collective rank 0 waits in (the terminate
+//                      handler of init_process_group aborts the job with the exception's text)
+//   failure_mpi hang   rank 1 never joins the collective (rank 0's bounded wait aborts the job)
+// ctest checks the message and that mpirun returns within its TIMEOUT (checks/distributed/extras.cmake).
+
+#include <chrono>
+#include <cstdio>
+#include <gradlab/gradlab.hpp>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+int main(int argc, char** argv) {
+  namespace dist = gradlab::distributed;
+  const std::string mode = argc > 1 ? argv[1] : "throw";
+  dist::init_process_group("mpi", std::chrono::seconds(mode == "hang" ? 2 : 60));
+  gradlab::Tensor t = gradlab::ones({4});
+  if (dist::get_rank() == 1) {
+    if (mode == "throw") throw std::runtime_error("planted failure on rank 1: loss is NaN at step 3");
+    std::this_thread::sleep_for(std::chrono::seconds(120));  // hangs (killed by the abort)
+  }
+  dist::all_reduce(t);  // rank 0 waits here for rank 1
+  std::printf("rank %d: the all_reduce completed, which it must not\n", dist::get_rank());
+  return 0;
+}

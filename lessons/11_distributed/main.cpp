@@ -1,0 +1,269 @@
+// Lesson 11: distributed data-parallel training.
+//
+// One process per device, each with a full replica of the model and 1/N of every batch; after
+// backward the ranks average their gradients (one all-reduce), so every replica takes the same
+// step. N ranks x batch B is then one process x batch N*B, which this lesson checks to 1e-12 in
+// float64 on the digits MLP. Also: when to go distributed at all, why one process per device
+// (DDP) scales and one process scattering to every device (DataParallel) does not, the
+// DistributedSampler, the "module." prefix of a DDP state_dict, and why single-device training
+// must be right first.
+//
+// It starts its own 2 ranks: run directly, it runs itself again under
+// `mpirun -np 2 --oversubscribe`; only rank 0 prints, every claim is checked on every rank.
+
+#include <cstdint>
+#include <gradlab/gradlab.hpp>
+#include <iostream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/lesson.hpp"
+#include "common/util.hpp"
+
+namespace gl = gradlab;
+namespace nn = gradlab::nn;
+namespace io = gradlab::io;
+namespace data = gradlab::data;
+namespace dist = gradlab::distributed;
+using nn::parallel::DistributedDataParallel;
+
+namespace {
+
+constexpr int64_t kB = 32;     // per-rank batch
+constexpr int kSteps = 12;     // optimizer steps compared
+constexpr uint64_t kSeed = 42; // loader seed and rank 0's initialization
+const gl::TensorOptions kF64 = gl::TensorOptions().dtype(gl::kFloat64);
+
+// True on every rank only when it is true on every rank: claims are decided together, so all
+// ranks print (rank 0) and exit alike.
+bool on_all_ranks(bool ok) {
+  gl::Tensor bad = gl::full({1}, ok ? 0 : 1, gl::TensorOptions().dtype(gl::kInt64));
+  dist::all_reduce(bad, dist::ReduceOp::MAX);
+  return bad.item<int64_t>() == 0;
+}
+
+nn::Sequential make_mlp(uint64_t seed) {
+  gl::manual_seed(seed);
+  nn::Sequential m(nn::Linear(64, 128), nn::ReLU(), nn::Linear(128, 10));
+  m->to(gl::kFloat64);  // float64: the comparisons below are to 1e-12
+  return m;
+}
+
+gl::optim::SGD make_sgd(const std::vector<gl::Tensor>& ps) {
+  return gl::optim::SGD(ps, gl::optim::SGDOptions(0.05).momentum(0.9));
+}
+
+std::vector<double> flat(const std::vector<gl::Tensor>& ts) {
+  std::vector<double> v;
+  for (const gl::Tensor& t : ts)
+    for (double x : t.to_vector<double>()) v.push_back(x);
+  return v;
+}
+
+// This rank's vector from every rank.
+std::vector<std::vector<double>> gather(const std::vector<double>& v) {
+  gl::Tensor mine = gl::empty({static_cast<int64_t>(v.size())}, kF64);
+  std::copy(v.begin(), v.end(), mine.data_ptr<double>());
+  std::vector<gl::Tensor> all(static_cast<size_t>(dist::get_world_size()));
+  dist::all_gather(all, mine);
+  std::vector<std::vector<double>> out;
+  for (const gl::Tensor& t : all) out.push_back(t.to_vector<double>());
+  return out;
+}
+
+bool replicas_identical(const std::vector<gl::Tensor>& params) {
+  auto all = gather(flat(params));
+  for (const auto& v : all)
+    if (v != all[0]) return false;
+  return true;
+}
+
+// The batches of step s for every rank together: what one process with batch N*B would take.
+gl::Tensor global_indices(size_t n, int world, uint64_t epoch, int step) {
+  std::vector<int64_t> idx;
+  for (int r = 0; r < world; ++r) {
+    auto mine = data::DistributedSampler(r, world).indices(n, kSeed, epoch);
+    for (int64_t j = step * kB; j < (step + 1) * kB; ++j) idx.push_back(mine[static_cast<size_t>(j)]);
+  }
+  gl::Tensor t = gl::empty({static_cast<int64_t>(idx.size())}, gl::TensorOptions().dtype(gl::kInt64));
+  std::copy(idx.begin(), idx.end(), t.data_ptr<int64_t>());
+  return t;
+}
+
+struct Digits {
+  gl::Tensor x, y;
+  size_t n() const { return static_cast<size_t>(x.size(0)); }
+};
+
+// One process, batch N*B, on exactly the samples the ranks see together. `zero_grad` false plants
+// the classic bug of section 6.
+std::vector<double> train_single(const Digits& d, int world, bool zero_grad = true) {
+  nn::Sequential m = make_mlp(kSeed);
+  auto opt = make_sgd(m->parameters());
+  for (int s = 0; s < kSteps; ++s) {
+    if (zero_grad) opt.zero_grad();
+    gl::Tensor idx = global_indices(d.n(), world, 0, s);
+    nn::functional::cross_entropy(m->forward(d.x.index_select(0, idx)), d.y.index_select(0, idx)).backward();
+    opt.step();
+  }
+  return flat(m->parameters());
+}
+
+// N ranks, batch B each, through DistributedSampler + DataLoader + DDP.
+std::vector<double> train_ddp(const Digits& d, bool zero_grad = true) {
+  // Each rank initializes differently on purpose: DDP broadcasts rank 0's weights.
+  DistributedDataParallel ddp(make_mlp(kSeed + 1000 * static_cast<uint64_t>(dist::get_rank())));
+  auto opt = make_sgd(ddp.parameters());
+  data::DataLoader loader(data::TensorDataset(d.x, d.y),
+                          data::DataLoaderOptions(kB).seed(kSeed).sampler(std::make_shared<data::DistributedSampler>(
+                              dist::get_rank(), dist::get_world_size())));
+  int s = 0;
+  for (data::Batch& b : loader) {
+    if (zero_grad) opt.zero_grad();
+    nn::functional::cross_entropy(ddp(b.data), b.target).backward();
+    opt.step();
+    if (++s == kSteps) break;
+  }
+  return flat(ddp.parameters());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Not under mpirun: start 2 ranks of this same program and report their exit status.
+  if (auto rc = dist::relaunch_with_mpirun(2, argc, argv)) return *rc;
+  dist::init_process_group("mpi", std::chrono::seconds(120));
+  const int rank = dist::get_rank(), world = dist::get_world_size();
+  if (rank != 0) std::cout.setstate(std::ios::badbit);  // one voice: rank 0 prints
+
+  lesson::Lesson L("11", "distributed data parallel");
+  return L.run([&] {
+    // NOTE: a rank that throws must take the job down (the others would wait in their next
+    // collective); abort_job prints the error with the rank.
+    try {
+      gl::data::DigitsSplit split = gl::data::load_digits_split();
+      const Digits d{split.train.data().to(gl::kFloat64), split.train.targets()};
+      const int64_t nparams = make_mlp(kSeed)->num_parameters();
+
+      L.section("1. when to go distributed: memory or time");
+      L.say("go distributed when one device is too slow (time) or too small (memory).");
+      L.say("data parallelism buys time: every rank holds the whole model and 1/N of each batch.");
+      const double state_mb = 4.0 * static_cast<double>(nparams) * 8 / 1e6;  // params, grads, 2 Adam moments
+      L.say("this MLP: " + std::to_string(nparams) + " parameters; weights + grads + Adam state in float64: " +
+            lesson::fmt(state_mb, 2) + " MB per rank, the same on every rank.");
+      {
+        DistributedDataParallel probe(make_mlp(kSeed));
+        L.check(on_all_ranks(probe.num_parameters() == nparams),
+                "a DDP replica holds every parameter: DDP divides the data, not the model's memory");
+      }
+      const auto per_rank = data::DistributedSampler(rank, world).num_samples(d.n());
+      L.say("samples per epoch: " + std::to_string(d.n()) + " in one process, " + std::to_string(per_rank) +
+            " per rank with " + std::to_string(world) + " ranks.");
+      L.check(on_all_ranks(per_rank == (d.n() + 1) / 2), "each rank computes on half the data: up to 2x less time");
+      L.say("a model too big for one device needs model/pipeline/sharded parallelism: not this lesson.");
+
+      L.section("2. DataParallel (one process) vs DistributedDataParallel (one process per device)");
+      L.say("DataParallel: one process copies the weights to every device, scatters the batch,");
+      L.say("gathers the outputs, and reduces the gradients back, every step, from one thread.");
+      {
+        // Scatter/gather in one process: chunks of the batch through the same weights, outputs
+        // gathered, one loss. Correct, but all of it runs (and is copied) in this one process.
+        nn::Sequential m = make_mlp(kSeed);
+        gl::Tensor idx = global_indices(d.n(), world, 0, 0);
+        gl::Tensor x = d.x.index_select(0, idx), y = d.y.index_select(0, idx);
+        nn::functional::cross_entropy(m->forward(x), y).backward();
+        const auto whole = flat({m->parameters()[0].grad()});
+        m->zero_grad();
+        std::vector<gl::Tensor> outs;
+        for (int64_t c = 0; c < world; ++c) outs.push_back(m->forward(x.narrow(0, c * kB, kB)));  // "replica" c
+        nn::functional::cross_entropy(gl::cat(outs, 0), y).backward();                        // gather
+        const double dp = lesson::max_abs_diff(flat({m->parameters()[0].grad()}), whole);
+        L.check(on_all_ranks(dp <= 1e-12),
+                "scatter/gather in one process gives the full-batch gradient (max diff " + lesson::fmt("%.1e", dp) + ")");
+      }
+      {
+        DistributedDataParallel probe(make_mlp(kSeed));
+        int64_t in_buckets = 0;
+        for (const auto& bucket : probe.bucket_indices())
+          for (int64_t i : bucket) in_buckets += probe.parameters()[static_cast<size_t>(i)].numel();
+        L.say("DDP: each rank runs its own forward and backward; only gradients travel: " +
+              std::to_string(in_buckets) + " numbers per step, whatever the batch size,");
+        L.say("in buckets whose all-reduce starts during backward, on every rank at once.");
+        L.check(on_all_ranks(in_buckets == nparams), "DDP's buckets hold exactly the parameters' gradients, once");
+        L.say("so the work per rank stays constant as ranks are added: that is why DDP scales.");
+      }
+
+      L.section("3. init_process_group + DistributedDataParallel + DistributedSampler");
+      L.say("rank " + std::to_string(rank) + " of " + std::to_string(world) + ", backend " + dist::get_backend());
+      {
+        nn::Sequential mine = make_mlp(kSeed + 1000 * static_cast<uint64_t>(rank));
+        const bool differ = !replicas_identical(mine->parameters());
+        DistributedDataParallel ddp(mine);
+        L.check(on_all_ranks(differ && replicas_identical(mine->parameters())),
+                "the ranks initialized differently; DDP's constructor broadcast rank 0's weights to all");
+        auto ids = data::DistributedSampler(rank, world).indices(d.n(), kSeed, 0);
+        std::vector<double> as_double(ids.begin(), ids.end());
+        auto all = gather(as_double);
+        std::set<double> seen;
+        size_t total = 0;
+        for (const auto& v : all) {
+          seen.insert(v.begin(), v.end());
+          total += v.size();
+        }
+        L.say("DistributedSampler: " + std::to_string(d.n()) + " samples -> " + std::to_string(all[0].size()) +
+              " per rank (" + std::to_string(total - d.n()) + " repeated to even out the ranks)");
+        L.check(on_all_ranks(seen.size() == d.n() && total - d.n() < static_cast<size_t>(world)),
+                "together the shards cover every sample; fewer than N are repeated (the padding)");
+        auto e1 = data::DistributedSampler(rank, world).indices(d.n(), kSeed, 1);
+        L.check(on_all_ranks(e1 != ids), "loader.set_epoch(e) / the next epoch reshuffles (same order on every rank)");
+      }
+
+      L.section("4. N ranks x batch B == one process x batch N*B");
+      const auto single = train_single(d, world);
+      const auto ddp = train_ddp(d);
+      const double diff = lesson::max_abs_diff(ddp, single);
+      L.say(std::to_string(world) + " ranks x batch " + std::to_string(kB) + ", " + std::to_string(kSteps) +
+            " SGD steps vs 1 process x batch " + std::to_string(world * kB) + ":");
+      L.say("max |weight difference| = " + lesson::fmt("%.1e", diff));
+      L.check(on_all_ranks(diff <= 1e-12), "the same weights, to 1e-12: DDP averages the ranks' gradients");
+      const auto replicas = gather(ddp);
+      L.check(on_all_ranks(replicas.front() == replicas.back()), "and every replica holds bit-identical weights");
+      L.check(on_all_ranks(lesson::max_abs_diff(single, flat(make_mlp(kSeed)->parameters())) > 1e-3),
+              "(the weights did move: the comparison is not between two untouched models)");
+
+      L.section("5. the module. prefix of a DDP state_dict");
+      {
+        DistributedDataParallel wrapped(make_mlp(kSeed));
+        gl::StateDict sd = wrapped.state_dict();
+        L.say("DDP keys: " + lesson::join(sd.keys()));
+        nn::Sequential bare = make_mlp(7);
+        L.check_throws([&] { bare->load_state_dict(sd); }, "io::strip_prefix(dict, \"module.\")",
+                       "a bare model rejects them, and the error says how to remap (lesson 09)");
+        L.check(on_all_ranks(bare->load_state_dict(io::strip_prefix(sd, "module.")).ok() &&
+                             flat(bare->parameters()) == flat(wrapped.parameters())),
+                "io::strip_prefix(dict, \"module.\") loads them into the bare model");
+        const auto path = lesson::output_dir() / "lesson11_ddp.safetensors";
+        if (rank == 0) gl::save(wrapped.state_dict(), path);  // one writer
+        dist::barrier();                                     // the file is complete
+        DistributedDataParallel fresh(make_mlp(5 + static_cast<uint64_t>(rank)));
+        fresh.load_state_dict(gl::load(path));
+        L.check(on_all_ranks(flat(fresh.parameters()) == flat(wrapped.parameters())),
+                "rank 0 saves, barrier, every rank loads: all replicas hold the saved weights");
+      }
+
+      L.section("6. get single-device training right first");
+      L.say("a bug in the training step runs on every rank alike: forgetting zero_grad() here.");
+      const auto single_bug = train_single(d, world, /*zero_grad=*/false);
+      const auto ddp_bug = train_ddp(d, /*zero_grad=*/false);
+      L.check(on_all_ranks(lesson::max_abs_diff(ddp_bug, single_bug) <= 1e-12),
+              "DDP reproduces the one-process bug exactly: it neither hides nor fixes it");
+      L.check(on_all_ranks(lesson::max_abs_diff(single_bug, single) > 1e-3),
+              "and the buggy run differs from the correct one");
+      L.say("so debug on one device (lessons 03-10: gradcheck, overfit a batch, resume), where runs");
+      L.say("are cheap and deterministic; then distribute, and check N x B == N*B as above.");
+    } catch (const std::exception& e) {
+      dist::abort_job(std::string("lesson 11: ") + e.what());
+    }
+  });
+}
