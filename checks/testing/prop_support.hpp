@@ -16,6 +16,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -82,12 +83,13 @@ struct SilentListener : rc::detail::TestListener {
 /// given, wins), seeded by RC_PARAMS' seed. `expect_failure` keeps an intended failure out of
 /// RapidCheck's exit-time "some properties had failures" summary.
 inline RunResult run_property(const std::function<void()>& body, int cases, const std::string& id,
-                              bool expect_failure = false) {
+                              bool expect_failure = false, std::optional<uint64_t> seed = {}) {
   using namespace rc::detail;
   TestMetadata md;
   md.id = id;
   md.description = id;
   TestParams params = configuration().testParams;
+  if (seed) params.seed = *seed;
   const char* env = std::getenv("RC_PARAMS");
   if (!env || !std::strstr(env, "max_success")) params.maxSuccess = cases;
   SilentListener silent;
@@ -119,16 +121,19 @@ inline int64_t& inconclusive_cases() {
 }
 
 /// run_property inside a gtest test: fails the test with RapidCheck's message and the rerun line.
-inline void check_property(const std::function<void()>& body, int cases) {
+/// `seed` replays a recorded run instead of RC_PARAMS' seed.
+inline void check_property(const std::function<void()>& body, int cases,
+                           std::optional<uint64_t> seed = {}) {
   inconclusive_cases() = 0;
-  RunResult r = run_property(body, cases, current_test_name());
+  RunResult r = run_property(body, cases, current_test_name(), false, seed);
   if (r.failed || r.gave_up) {
     ADD_FAILURE() << r.message << "\nreproduce: " << reproduce_command();
     return;
   }
   std::printf("[rapidcheck] OK, passed %d cases, %lld inconclusive (seed=%llu; rerun: %s)\n",
               r.cases, static_cast<long long>(inconclusive_cases()),
-              static_cast<unsigned long long>(rc_seed()), reproduce_command().c_str());
+              static_cast<unsigned long long>(seed.value_or(rc_seed())),
+              reproduce_command().c_str());
 }
 
 // ---- ops by name
