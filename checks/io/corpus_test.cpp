@@ -47,8 +47,8 @@ namespace {
 // Every file of checks/io/<sub>: good_* must load; bad_* must be refused with an exception of
 // type E whose message names the file and says where (`where`: "byte offset", or a line).
 template <class E>
-void replay(const std::string& sub, const std::function<void(const fs::path&)>& load,
-            int min_good, int min_bad) {
+void replay(const std::string& sub, const std::function<void(const fs::path&)>& load, int min_good,
+            int min_bad) {
   const fs::path dir = fs::path(GRADLAB_SOURCE_DIR) / "checks/io" / sub;
   int good = 0, bad = 0;
   for (const auto& e : fs::directory_iterator(dir)) {
@@ -63,8 +63,8 @@ void replay(const std::string& sub, const std::function<void(const fs::path&)>& 
       } catch (const E& err) {
         const std::string w = err.what();
         EXPECT_NE(w.find(name), std::string::npos) << "names the file: " << w;
-        const bool where = w.find("byte offset") != std::string::npos ||
-                           w.find(name + ":") != std::string::npos;
+        const bool where =
+            w.find("byte offset") != std::string::npos || w.find(name + ":") != std::string::npos;
         EXPECT_TRUE(where) << "says where (byte offset or line): " << w;
       } catch (const std::exception& err) {
         ADD_FAILURE() << name << ": not the expected error type: " << err.what();

@@ -2,8 +2,8 @@
 // SIGKILL at random moments, many times. After every kill the file must load, verify, and be
 // one whole checkpoint: the last one before the kill ("old") or a newer one ("new").
 
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/wait.h>
@@ -64,8 +64,8 @@ double measure_save_us(const fs::path& path) {
   for (int i = 0; i < 5; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
     io::save_checkpoint(version(0), path);
-    us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
-                     .count());
+    us.push_back(
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
   }
   std::sort(us.begin(), us.end());
   return us[2];
@@ -128,8 +128,8 @@ void report(const char* name, const KillStats& s) {
   std::cout << "[ kill-test ] " << name << ": " << s.kills << " kills, " << s.loads_ok
             << " loads verified, " << s.old_file << " old / " << s.new_file << " new checkpoint, "
             << s.mid_write << " kills in the middle of a write (temporary left), " << s.last_version
-            << " checkpoints written in all; one save " << s.save_us / 1000
-            << " ms, kills within " << s.spread_us / 1000 << " ms of the fork\n";
+            << " checkpoints written in all; one save " << s.save_us / 1000 << " ms, kills within "
+            << s.spread_us / 1000 << " ms of the fork\n";
   ::testing::Test::RecordProperty("kills", s.kills);
   ::testing::Test::RecordProperty("mid_write_kills", s.mid_write);
 }

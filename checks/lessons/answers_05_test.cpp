@@ -1,7 +1,7 @@
 // Lesson 05 exercise answers: each TEST asserts the claim its answer in
 // lessons/05_data_loading/README.md makes.
-#include <unistd.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -68,7 +68,7 @@ TEST(Lesson05Answers, Exercise1NoSleepNoSpeedup) {
 TEST(Lesson05Answers, Exercise2WorkersPastTheBatchCountGainNothing) {
   const double cpu_ms = 1000.0 / speed(sleeping(256, 0), 0, 2);
   const int ms = std::max(2, static_cast<int>(std::ceil(10 * cpu_ms)));
-  auto big = sleeping(256, ms);  // 16 batches
+  auto big = sleeping(256, ms);   // 16 batches
   auto small = sleeping(64, ms);  // 4 batches
   double b8 = 0, b16 = 0, s4 = 0, s8 = 0;
   for (int round = 0; round < 3 && (round == 0 || !(b16 > 1.4 * b8)); ++round) {
@@ -111,7 +111,7 @@ TEST(Lesson05Answers, Exercise3SharedGeneratorBreaksReproducibility) {
   while (!differs && runs < 20) {
     const data::Batch b = first_batch(2);
     ++runs;
-    EXPECT_EQ(a.indices, b.indices);  // same samples...
+    EXPECT_EQ(a.indices, b.indices);       // same samples...
     differs = !gl::equal(a.data, b.data);  // ...other noise: draws interleave
   }
   EXPECT_TRUE(differs) << "2 workers drew the same noise as 0 in " << runs << " runs";

@@ -12,10 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "fuzz_check.hpp"
 #include "gradlab/io/checkpoint_format.hpp"
 #include "gradlab/io/safetensors_format.hpp"
-
-#include "fuzz_check.hpp"
 
 namespace st = gradlab::io::safetensors;
 namespace ck = gradlab::io::checkpoint;

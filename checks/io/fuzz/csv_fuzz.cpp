@@ -10,9 +10,8 @@
 #include <cstdint>
 #include <string>
 
-#include "gradlab/data/csv_format.hpp"
-
 #include "fuzz_check.hpp"
+#include "gradlab/data/csv_format.hpp"
 
 namespace csv = gradlab::data::csv;
 

@@ -8,9 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "gradlab/io/npy_format.hpp"
-
 #include "fuzz_check.hpp"
+#include "gradlab/io/npy_format.hpp"
 
 namespace npy = gradlab::io::npy;
 

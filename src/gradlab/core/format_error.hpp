@@ -1,8 +1,8 @@
 #pragma once
 // The error of the file-format layers (io/safetensors_format, io/npy_format,
-// io/checkpoint_format, data/csv_format): what is wrong and where in the file. Standard library only, so the fuzz
-// targets build these layers alone with clang -fsanitize=fuzzer; the loaders turn it into a
-// CorruptFileError / IOError that names the file.
+// io/checkpoint_format, data/csv_format): what is wrong and where in the file. Standard library
+// only, so the fuzz targets build these layers alone with clang -fsanitize=fuzzer; the loaders turn
+// it into a CorruptFileError / IOError that names the file.
 
 #include <cstdint>
 #include <stdexcept>

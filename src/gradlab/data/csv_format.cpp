@@ -8,7 +8,9 @@
 namespace gradlab::data::csv {
 
 std::string decompress(const unsigned char* data, size_t size, uint64_t max_output) {
-  auto is_gzip = [&](size_t at) { return size - at >= 2 && data[at] == 0x1f && data[at + 1] == 0x8b; };
+  auto is_gzip = [&](size_t at) {
+    return size - at >= 2 && data[at] == 0x1f && data[at + 1] == 0x8b;
+  };
   if (!is_gzip(0)) {
     if (size > max_output) throw FormatError("the text is larger than allowed", max_output);
     return std::string(reinterpret_cast<const char*>(data), size);

@@ -72,11 +72,10 @@ Checkpoint load_checkpoint(const fs::path& path) {
   try {
     l = checkpoint::parse(names, all.metadata);
   } catch (const FormatError& e) {
-    throw CorruptFileError(
-        error_message("load_checkpoint", "'" + path.string() + "': " + e.what() +
-                                             " (at byte offset " + std::to_string(e.offset()) +
-                                             ")"),
-        path, e.offset());
+    throw CorruptFileError(error_message("load_checkpoint", "'" + path.string() + "': " + e.what() +
+                                                                " (at byte offset " +
+                                                                std::to_string(e.offset()) + ")"),
+                           path, e.offset());
   }
   Checkpoint c;
   size_t k = 0;

@@ -16,9 +16,9 @@ T parse_int(const std::map<std::string, std::string>& meta, const std::string& k
   const std::string& s = it->second;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc() || end != s.data() + s.size() || s.empty())
-    throw FormatError(key + " is not an integer; expected an integer, got '" + s.substr(0, 64) +
-                          "'",
-                      kHeaderOffset);
+    throw FormatError(
+        key + " is not an integer; expected an integer, got '" + s.substr(0, 64) + "'",
+        kHeaderOffset);
   return v;
 }
 
@@ -39,9 +39,9 @@ Layout parse(const std::vector<std::string>& tensor_names,
     const auto slash = name.find('/');
     const std::string p = slash == std::string::npos ? "" : name.substr(0, slash);
     if (p != "model" && p != "optimizer" && p != "scheduler")
-      throw FormatError("tensor '" + name +
-                            "' belongs to no part; expected model/, optimizer/ or scheduler/",
-                        kHeaderOffset);
+      throw FormatError(
+          "tensor '" + name + "' belongs to no part; expected model/, optimizer/ or scheduler/",
+          kHeaderOffset);
     l.tensors.emplace_back(p, name.substr(slash + 1));
   }
   l.epoch = parse_int<int64_t>(metadata, "gradlab.epoch");

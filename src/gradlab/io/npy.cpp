@@ -94,7 +94,9 @@ Tensor load_npy(const std::filesystem::path& path) {
   const int width = hd.width;
   const uint64_t numel = hd.numel;
   const Shape shape(hd.shape.begin(), hd.shape.end());
-  const ScalarType dt = kind == 'f'   ? (width == 4 ? kFloat32 : width == 8 ? kFloat64 : kFloat16)
+  const ScalarType dt = kind == 'f'   ? (width == 4   ? kFloat32
+                                         : width == 8 ? kFloat64
+                                                      : kFloat16)
                         : kind == 'b' ? kBool
                                       : kInt64;
   std::vector<unsigned char> raw(file.begin() + static_cast<std::ptrdiff_t>(hd.data_start),

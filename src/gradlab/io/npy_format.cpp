@@ -62,9 +62,9 @@ std::vector<int64_t> parse_shape(const std::string& text, uint64_t at) {
 
 Header parse(const unsigned char* file, size_t size) {
   if (size < 8 || std::memcmp(file, kMagic, 6) != 0)
-    throw FormatError(size < 8 ? "the file ends early (truncated?)"
-                               : "no \\x93NUMPY magic (not a .npy file?)",
-                      size < 8 ? size : 0);
+    throw FormatError(
+        size < 8 ? "the file ends early (truncated?)" : "no \\x93NUMPY magic (not a .npy file?)",
+        size < 8 ? size : 0);
   const int major = file[6];
   uint64_t hlen = 0, hstart = 0;
   if (major == 1) {
@@ -100,8 +100,7 @@ Header parse(const unsigned char* file, size_t size) {
   r.kind = d[1];
   r.width = std::stoi(d.substr(2));
   const int w = r.width;
-  const bool known = (r.kind == 'f' && (w == 2 || w == 4 || w == 8)) ||
-                     (r.kind == 'b' && w == 1) ||
+  const bool known = (r.kind == 'f' && (w == 2 || w == 4 || w == 8)) || (r.kind == 'b' && w == 1) ||
                      (r.kind == 'i' && (w == 1 || w == 2 || w == 4 || w == 8)) ||
                      (r.kind == 'u' && (w == 1 || w == 2 || w == 4));
   if (!known) throw FormatError("unsupported descr '" + d + "'", hstart);
