@@ -58,6 +58,12 @@ TEST(Lesson05Answers, Exercise1NoSleepNoSpeedup) {
   auto ds = sleeping(128, 0);
   const double s0 = speed(ds, 0), s2 = speed(ds, 2), s8 = speed(ds, 8);
   std::cout << "sleep 0: 0 workers " << s0 << " samples/s, 2: " << s2 << ", 8: " << s8 << "\n";
+  // NOTE: the answer's premise is that a sample costs microseconds (390,000 samples/s measured
+  // in the release build). A sanitized build copies 50x slower (8,600 samples/s under ASan), and
+  // then 2 workers on 2 cores do gain 2x: the claim is not about that build.
+  if (s0 < 50000)
+    GTEST_SKIP() << "a sample costs " << 1e6 / s0
+                 << " us here (a sanitized or very slow build): the premise does not hold";
   EXPECT_LT(s2, 1.5 * s0);
   EXPECT_LT(s8, 1.5 * s0);
 }
