@@ -273,23 +273,33 @@ int main() {
         "more past the core count: extra threads only take turns on the same cores.");
     auto cpu = std::make_shared<data::Subset>(data::map(train_ptr, tf::lambda(burn_cpu)),
                                               data::split_indices(1437, {256, 1181}, 1)[0]);
+    // The largest swept count that fits the cores, and the best of the counts beyond them.
+    size_t at_cores = 1;
+    for (size_t w : counts)
+      if (w >= 1 && w <= cores) at_cores = w;
     std::map<size_t, Sweep> cpu_runs;  // best of 2 epochs per worker count
-    for (int rep = 0; rep < 2; ++rep)
-      for (size_t w : counts) {
-        Sweep s = sweep(cpu, w);
-        if (s.samples_per_s > cpu_runs[w].samples_per_s) cpu_runs[w] = std::move(s);
-      }
+    auto best_beyond = [&] {
+      double b = 0;
+      for (size_t w : counts)
+        if (w > cores) b = std::max(b, cpu_runs[w].samples_per_s);
+      return b;
+    };
+    // NOTE: under load, more threads take a larger share of the cores from other processes;
+    // a round spoiled so (8 workers 4x of 0 under ASan with a second copy running) is measured
+    // again, up to 3 rounds, best kept.
+    for (int round = 0;
+         round < 3 && (round == 0 || best_beyond() >= 2.0 * cpu_runs[at_cores].samples_per_s);
+         ++round)
+      for (int rep = 0; rep < 2; ++rep)
+        for (size_t w : counts) {
+          Sweep s = sweep(cpu, w);
+          if (s.samples_per_s > cpu_runs[w].samples_per_s) cpu_runs[w] = std::move(s);
+        }
     for (size_t w : counts)
       std::cout << "num_workers=" << w << ": " << std::setprecision(0) << cpu_runs[w].samples_per_s
                 << " samples/s  (" << std::setprecision(2)
                 << cpu_runs[w].samples_per_s / cpu_runs[0].samples_per_s << "x; measured)\n";
-    // The largest swept count that fits the cores, and the best of the counts beyond them.
-    size_t at_cores = 1;
-    double beyond = 0;
-    for (size_t w : counts) {
-      if (w >= 1 && w <= cores) at_cores = w;
-      if (w > cores) beyond = std::max(beyond, cpu_runs[w].samples_per_s);
-    }
+    const double beyond = best_beyond();
     if (beyond > 0) {
       std::cout << "best beyond " << cores << " cores vs " << at_cores
                 << " workers: " << beyond / cpu_runs[at_cores].samples_per_s << "x\n";
