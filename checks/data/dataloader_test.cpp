@@ -5,6 +5,13 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
 #include <set>
 #include <thread>
 
@@ -272,4 +279,177 @@ TEST(DataLoader, RejectsBadOptions) {
   EXPECT_THROW(data::DataLoader(small_images(), data::DataLoaderOptions(0)), gl::ValueError);
   EXPECT_THROW(data::DataLoader(std::shared_ptr<data::Dataset>(), data::DataLoaderOptions(1)),
                gl::ValueError);
+}
+
+// ---- threads under stress: prefetch, errors, early breaks, destruction while workers wait ----
+
+namespace {
+
+// Samples {full([3], i), i}; sample() throws for about one draw in 23 of the sample's own stream,
+// so which samples fail depends only on (seed, epoch, index), never on the thread that loads it.
+// Every seventh sample waits a little, to shuffle the workers' timing.
+struct Flaky : data::Dataset {
+  data::Example<> get(size_t i) override {
+    return {gl::full({3}, static_cast<double>(i)), gl::tensor(static_cast<int64_t>(i))};
+  }
+  data::Example<> sample(size_t i, gl::Generator& gen) override {
+    const uint64_t draw = gen.next_u64();
+    if (draw % 23 == 0) throw gl::IOError("injected failure of sample " + std::to_string(i));
+    if (draw % 7 == 0) std::this_thread::sleep_for(std::chrono::microseconds(draw % 200));
+    return get(i);
+  }
+  size_t size() const override { return 40; }
+};
+
+// What the caller saw: a batch (its indices) or a failed batch (the failing sample).
+struct Event {
+  uint64_t epoch = 0, position = 0;
+  std::vector<int64_t> indices;
+  int64_t failed = -1;
+  bool operator==(const Event&) const = default;
+};
+
+// Aborts the process (with a message) when `progress` stops moving for `limit`: a deadlock
+// would otherwise hang the test until ctest's timeout, without saying where.
+class Watchdog {
+ public:
+  Watchdog(const std::atomic<int64_t>& progress, std::chrono::seconds limit)
+      : thread_([this, &progress, limit] {
+          std::unique_lock lock(mu_);
+          int64_t last = -1;
+          while (!done_) {
+            if (cv_.wait_for(lock, limit, [this] { return done_; })) return;
+            const int64_t now = progress.load();
+            if (now == last) {
+              std::fprintf(stderr, "DataLoader stress: no batch for %lld s: deadlock\n",
+                           static_cast<long long>(limit.count()));
+              std::abort();
+            }
+            last = now;
+          }
+        }) {}
+  ~Watchdog() {
+    {
+      std::lock_guard lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+// `epochs` short epochs of Flaky with `workers` threads. A failed batch is recorded and skipped
+// (load_state past it); a random third of the passes break out early, and some of those destroy
+// the loader while its workers wait on the prefetch bound, then continue in a new one from
+// state(). The choices come from `seed` alone, so a correct loader sees the same events for any
+// worker count.
+std::vector<Event> stress(size_t workers, uint64_t epochs, uint64_t seed,
+                          std::atomic<int64_t>& progress) {
+  auto ds = std::make_shared<Flaky>();
+  auto opts = [&] {
+    return data::DataLoaderOptions(3).shuffle(true).seed(seed).num_workers(workers).prefetch_factor(
+        2);
+  };
+  auto loader = std::make_unique<data::DataLoader>(ds, opts());
+  std::mt19937_64 choose(seed);
+  std::vector<Event> events;
+  while (loader->epoch() < epochs) {
+    const uint64_t stop_after = choose() % 3 == 0 ? choose() % 14 : 1000;
+    uint64_t taken = 0;
+    try {
+      for (auto& b : *loader) {
+        const data::LoaderState s = loader->state();
+        events.push_back({s.epoch, s.position - 1, b.indices, -1});
+        ++progress;
+        if (++taken > stop_after) break;
+      }
+    } catch (const data::SampleError& e) {
+      data::LoaderState s = loader->state();  // points at the failed batch
+      events.push_back({s.epoch, s.position, {}, e.index()});
+      ++progress;
+      ++s.position;
+      loader->load_state(s);
+      continue;
+    }
+    if (taken > stop_after && choose() % 2 == 0) {
+      // A new begin() would restart the workers; instead, destroy the loader while they wait.
+      const data::LoaderState s = loader->state();
+      try {
+        auto it = loader->begin();  // workers now run ahead and block on the prefetch bound
+        (void)it;
+      } catch (const data::SampleError&) {
+        // the first batch failed: it is taken again after the restore
+      }
+      loader = std::make_unique<data::DataLoader>(ds, opts());
+      loader->load_state(s);
+    }
+  }
+  return events;
+}
+
+void expect_no_batch_lost_or_duplicated(const std::vector<Event>& events, uint64_t epochs) {
+  // Per epoch: positions 0, 1, 2, ... each once, in order; no sample delivered twice.
+  std::map<uint64_t, std::vector<const Event*>> by_epoch;
+  for (const Event& e : events) by_epoch[e.epoch].push_back(&e);
+  ASSERT_EQ(by_epoch.size(), epochs);
+  for (const auto& [epoch, list] : by_epoch) {
+    std::set<int64_t> seen;
+    size_t samples = 0;
+    for (size_t k = 0; k < list.size(); ++k) {
+      EXPECT_EQ(list[k]->position, k) << "epoch " << epoch;
+      for (int64_t i : list[k]->indices) EXPECT_TRUE(seen.insert(i).second) << "epoch " << epoch;
+      // A failed batch held 3 samples, or 1 when it was the last.
+      samples += list[k]->failed < 0 ? list[k]->indices.size() : list[k]->position == 13 ? 1 : 3;
+    }
+    EXPECT_EQ(list.size(), 14u) << "epoch " << epoch;  // ceil(40 / 3) batches
+    EXPECT_EQ(samples, 40u) << "epoch " << epoch;
+  }
+}
+
+void run_stress(uint64_t epochs, size_t workers, uint64_t seed) {
+  std::atomic<int64_t> progress{0};
+  Watchdog watchdog(progress, std::chrono::seconds(60));
+  const std::vector<Event> reference = stress(0, epochs, seed, progress);
+  const std::vector<Event> threaded = stress(workers, epochs, seed, progress);
+  size_t failed = 0;
+  for (const Event& e : threaded) failed += e.failed >= 0;
+  std::printf("[ stress ] %llu epochs, %zu workers: %zu batches, %zu injected failures\n",
+              static_cast<unsigned long long>(epochs), workers, threaded.size(), failed);
+  EXPECT_GT(failed, epochs / 4) << "the injected failures happened";
+  expect_no_batch_lost_or_duplicated(threaded, epochs);
+  EXPECT_TRUE(threaded == reference) << "the same events as without workers";
+}
+
+}  // namespace
+
+TEST(DataLoader, DestroyedWhileWorkersWaitOrLoad) {
+  struct Slow : data::Dataset {
+    data::Example<> get(size_t i) override {
+      ++started;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      return {gl::full({1}, static_cast<double>(i)), gl::Tensor()};
+    }
+    size_t size() const override { return 64; }
+    std::atomic<int> started{0};
+  };
+  auto ds = std::make_shared<Slow>();
+  for (int round = 0; round < 20; ++round) {
+    data::DataLoader loader(ds, data::DataLoaderOptions(1).num_workers(4).prefetch_factor(1));
+    auto it = loader.begin();
+    EXPECT_EQ(it->data.item<double>(), 0.0);
+    // Leaves with workers blocked on the prefetch bound or inside get(): joined, no hang.
+  }
+  EXPECT_GE(ds->started.load(), 20);
+}
+
+TEST(DataLoader, ShortEpochsWithWorkersAndInjectedErrors) { run_stress(12, 4, 7); }
+
+TEST(DataLoader, SlowStressManyShortEpochsEightWorkersInjectedErrors) {
+  for (uint64_t seed : {1, 2, 3}) run_stress(150, 8, seed);
 }

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gradlab/gradlab.hpp"
+#include "gradlab/testing/op_table.hpp"
 
 namespace {
 
@@ -504,7 +505,16 @@ struct ExpScaled : autograd::Function<ExpScaled> {
 TEST(GradcheckConfidence, TruncationErrorAtEpsIsResolvedByRichardson) {
   Tensor x = full({1}, 0.3, f64()).requires_grad_(true);
   auto f = TensorFn([](const TensorList& in) { return TensorList{exp(in[0] * 8.3)}; });
-  GradcheckOptions o = quiet("exp(8.3 x)").eps(1e-2).atol(1e-12);
+  // A raised eps makes the Taylor test assume float32 rounding (1e-5 relative): exp's remainder is
+  // above that floor at h = 1e-3 only, too few points to fit an order, and the floor bounds the
+  // error along v only loosely: inconclusive, not a pass.
+  GradcheckReport coarse = gradcheck(f, {x}, quiet("exp(8.3 x)").eps(1e-2).atol(1e-12));
+  EXPECT_EQ(coarse.verdict, Verdict::Inconclusive) << coarse.text();
+  EXPECT_TRUE(coarse.taylor.inconclusive) << coarse.text();
+  EXPECT_NE(coarse.text().find("too few to fit an order"), std::string::npos) << coarse.text();
+  EXPECT_TRUE(coarse.inconclusive_entries.empty()) << coarse.text();
+  // fn is float64 throughout: with its rounding level the Taylor fit has points enough.
+  GradcheckOptions o = quiet("exp(8.3 x)").eps(1e-2).atol(1e-12).taylor_rel_noise(1e-14);
   GradcheckReport r = gradcheck(f, {x}, o);
   EXPECT_EQ(r.verdict, Verdict::Passed) << r.text();
   EXPECT_EQ(r.num_refined, 2);  // the Jacobian entry and uᵀJ
@@ -554,4 +564,41 @@ TEST(GradcheckConfidence, TaylorRemainderReachingTheFloorBoundsTheError) {
         ++via_floor;
   }
   EXPECT_EQ(via_floor, 1);
+}
+
+// Regressions from the op-table properties: second derivatives on small, well-conditioned
+// inputs, judged strictly (inconclusive counts as a failure) with gradcheck seeds 0..99 and the
+// ones named (the seed draws u, the upstream gradients and the Taylor direction v).
+void expect_gradgrad_passes_strictly(const std::string& row, const gradlab::testing::OpParams& p,
+                                     const Tensor& x, std::vector<uint64_t> seeds = {}) {
+  const gradlab::testing::OpSpec& spec = gradlab::testing::op_spec(row);
+  for (uint64_t s = 0; s < 100; ++s) seeds.push_back(s);
+  int passed = 0;
+  for (uint64_t seed : seeds) {
+    GradcheckOptions o = spec.options();
+    o.raise_exception(false).fail_on_inconclusive(true).seed(seed).name(row);
+    GradcheckReport r = gradgradcheck(spec.bind(p), {x.detach().requires_grad_(true)}, {}, o);
+    EXPECT_EQ(r.verdict, gradlab::testing::Verdict::Passed) << "seed " << seed << "\n" << r.text();
+    passed += r.verdict == gradlab::testing::Verdict::Passed ? 1 : 0;
+  }
+  EXPECT_EQ(passed, static_cast<int>(seeds.size()));
+}
+
+// slow.OpTable/GradgradSlow.SecondOrder/tanh, RC_PARAMS="seed=10628504319778601157": the Taylor
+// fit read order 1.42 on rounding noise ("expected 2") for a right second derivative.
+TEST(GradcheckConfidence, TanhSecondOrderOnTheFlakySeedsInputPasses) {
+  Tensor x = tensor({1.0011, 0.0417, 2.4729, -1.4951}, f64()).reshape({2, 2});
+  expect_gradgrad_passes_strictly("tanh", gradlab::testing::OpParams(), x);
+}
+
+// OpTable/Gradgrad.SecondOrder/batch_norm, seed 17111494834531011952: batch_norm over two values
+// per channel is nearly constant, its gradient comes from cancellation, and two tiny-step
+// samples put the rounding floor at 1.5e-17 under remainders of ~1e-16: the orders never settled
+// (inconclusive). On this input (the case rounded to 4 digits) that happened for 59 of 20000
+// gradcheck seeds, the first five listed; six samples measure the floor.
+TEST(GradcheckConfidence, BatchNormOfTwoValuesSecondOrderIsConclusive) {
+  Tensor x = tensor({-1.8524, 0.9802, -1.4791, 1.6990}, f64()).reshape({1, 2, 2});
+  expect_gradgrad_passes_strictly(
+      "batch_norm", gradlab::testing::OpParams().set("training", true).set("affine", false), x,
+      {240, 611, 1118, 1397, 1566});
 }

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -82,12 +83,13 @@ struct SilentListener : rc::detail::TestListener {
 /// given, wins), seeded by RC_PARAMS' seed. `expect_failure` keeps an intended failure out of
 /// RapidCheck's exit-time "some properties had failures" summary.
 inline RunResult run_property(const std::function<void()>& body, int cases, const std::string& id,
-                              bool expect_failure = false) {
+                              bool expect_failure = false, std::optional<uint64_t> seed = {}) {
   using namespace rc::detail;
   TestMetadata md;
   md.id = id;
   md.description = id;
   TestParams params = configuration().testParams;
+  if (seed) params.seed = *seed;
   const char* env = std::getenv("RC_PARAMS");
   if (!env || !std::strstr(env, "max_success")) params.maxSuccess = cases;
   SilentListener silent;
@@ -111,15 +113,27 @@ inline RunResult run_property(const std::function<void()>& body, int cases, cons
   return r;
 }
 
+/// Cases of the running property whose gradcheck report was inconclusive where float32 rounding
+/// explains it (passed, counted: see judge_inconclusive).
+inline int64_t& inconclusive_cases() {
+  static int64_t n = 0;
+  return n;
+}
+
 /// run_property inside a gtest test: fails the test with RapidCheck's message and the rerun line.
-inline void check_property(const std::function<void()>& body, int cases) {
-  RunResult r = run_property(body, cases, current_test_name());
+/// `seed` replays a recorded run instead of RC_PARAMS' seed.
+inline void check_property(const std::function<void()>& body, int cases,
+                           std::optional<uint64_t> seed = {}) {
+  inconclusive_cases() = 0;
+  RunResult r = run_property(body, cases, current_test_name(), false, seed);
   if (r.failed || r.gave_up) {
     ADD_FAILURE() << r.message << "\nreproduce: " << reproduce_command();
     return;
   }
-  std::printf("[rapidcheck] OK, passed %d cases (seed=%llu; rerun: %s)\n", r.cases,
-              static_cast<unsigned long long>(rc_seed()), reproduce_command().c_str());
+  std::printf("[rapidcheck] OK, passed %d cases, %lld inconclusive (seed=%llu; rerun: %s)\n",
+              r.cases, static_cast<long long>(inconclusive_cases()),
+              static_cast<unsigned long long>(seed.value_or(rc_seed())),
+              reproduce_command().c_str());
 }
 
 // ---- ops by name
@@ -186,20 +200,35 @@ inline std::string tag(const std::string& property, const std::string& check) {
   return "[" + property + (check.empty() ? std::string() : ":" + check) + "] ";
 }
 
+/// An inconclusive report (the numeric estimate too unstable to decide) fails a table property:
+/// the rows' domains are well conditioned, so it means the harness misjudged its own noise
+/// (gradgrad of batch_norm on [1, 2, 2], seed 17111494834531011952, before the Taylor floor was
+/// measured from six samples). Except where the op rounds to float32: central differences
+/// through that rounding move by more than the tolerance when eps halves, and the Taylor
+/// remainder sits below float32's floor (`to` float32, seed 9056858176197578211). Those pass,
+/// counted (printed with the pass).
+inline void judge_inconclusive(const OpSpec& spec, const OpCase& c, const TensorList& in,
+                               const GradcheckReport& r, const char* property) {
+  if (!r.ok || !r.inconclusive()) return;
+  bool float32 = false;
+  for (const Tensor& t : in) float32 |= t.defined() && t.dtype() == kFloat32;
+  for (const Tensor& t : spec.op(in, c.params)) float32 |= t.defined() && t.dtype() == kFloat32;
+  if (!float32) RC_FAIL(tag(property, "inconclusive") + r.text());
+  ++inconclusive_cases();
+}
+
 /// gradcheck in float64 of one row on a drawn case (full Jacobian, vjp, Taylor, linearity, ...).
 inline void gradcheck_property(const OpSpec& spec, int64_t max_size = 5) {
   rcgen::RcDraw d(true, max_size);
   const OpCase c = spec.sample(d);
   const TensorList in = differentiable_inputs(c);
   GradcheckOptions o = spec.options();
-  // An inconclusive report (the numeric estimate too unstable to decide) passes, as gradcheck's
-  // default: the op table's domains are well conditioned, and the Taylor fit's noise floor can
-  // still be met on tiny cases (gradgrad of batch_norm on [1, 2, 2]: seed 17111494834531011952).
   o.raise_exception(false)
       .seed(d.seed())
       .name(spec.name + ": " + c.describe)
       .reproduce(reproduce_command());
   const GradcheckReport r = gradcheck(spec.bind(c.params), in, o);
+  judge_inconclusive(spec, c, in, r, "gradcheck");
   if (!r.ok) RC_FAIL(tag("gradcheck", r.first_failure()) + r.text());
 }
 
@@ -209,14 +238,12 @@ inline void gradgrad_property(const OpSpec& spec) {
   const OpCase c = spec.sample(d);
   const TensorList in = differentiable_inputs(c);
   GradcheckOptions o = spec.options();
-  // An inconclusive report (the numeric estimate too unstable to decide) passes, as gradcheck's
-  // default: the op table's domains are well conditioned, and the Taylor fit's noise floor can
-  // still be met on tiny cases (gradgrad of batch_norm on [1, 2, 2]: seed 17111494834531011952).
   o.raise_exception(false)
       .seed(d.seed())
       .name(spec.name + ": " + c.describe)
       .reproduce(reproduce_command());
   const GradcheckReport r = gradgradcheck(spec.bind(c.params), in, {}, o);
+  judge_inconclusive(spec, c, in, r, "gradgradcheck");
   if (!r.ok) RC_FAIL(tag("gradgradcheck", r.first_failure()) + r.text());
 }
 

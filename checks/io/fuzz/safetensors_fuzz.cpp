@@ -11,12 +11,9 @@
 
 #include "gradlab/io/safetensors_format.hpp"
 
-namespace st = gradlab::io::safetensors;
+#include "fuzz_check.hpp"
 
-#define FUZZ_CHECK(cond)           \
-  do {                             \
-    if (!(cond)) __builtin_trap(); \
-  } while (0)
+namespace st = gradlab::io::safetensors;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   st::Header h;

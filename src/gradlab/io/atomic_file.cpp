@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -28,6 +29,42 @@ std::string temp_prefix(const fs::path& path) {
   return s;
 }
 
+// The pid in "<pid>-<n>" (what follows the ".tmp-" of a temporary's name), or 0.
+pid_t writer_pid(const std::string& rest) {
+  const auto dash = rest.find('-');
+  if (dash == std::string::npos || dash == 0 || dash + 1 == rest.size()) return 0;
+  if (rest.find_first_not_of("0123456789-") != std::string::npos) return 0;
+  if (rest.find('-', dash + 1) != std::string::npos) return 0;
+  return static_cast<pid_t>(std::atoll(rest.substr(0, dash).c_str()));
+}
+
+// Removes `tmp`, a temporary of writer `pid`, when that writer is dead: no process has the pid
+// (kill(pid, 0) fails with ESRCH) and nobody holds the writer's lock on the file (a writer in
+// another pid namespace has a pid we cannot see, but its flock is visible). Our own pid is
+// never stale (another thread may be writing). Returns whether it removed the file.
+bool remove_if_writer_dead(const fs::path& tmp, pid_t pid) {
+  if (pid <= 0 || pid == ::getpid()) return false;
+  if (::kill(pid, 0) == 0 || errno != ESRCH) return false;  // alive (EPERM: another user's)
+  const int fd = ::open(tmp.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return false;
+  // NOTE: unlink while holding the lock: a live writer cannot take it between check and unlink.
+  const bool free = ::flock(fd, LOCK_EX | LOCK_NB) == 0;
+  const bool removed = free && ::unlink(tmp.c_str()) == 0;
+  ::close(fd);
+  return removed;
+}
+
+// Temporaries that dead writers left for exactly `path` (".<name>.tmp-<pid>-<n>", nothing more).
+void remove_dead_writers_temporaries(const fs::path& dir, const fs::path& path) {
+  const std::string prefix = temp_prefix(path);
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() > prefix.size() && name.starts_with(prefix))
+      remove_if_writer_dead(it->path(), writer_pid(name.substr(prefix.size())));
+  }
+}
+
 }  // namespace
 
 void FileWriter::write(const void* data, size_t n) {
@@ -51,12 +88,15 @@ void write_file_atomic(const fs::path& path, const std::function<void(FileWriter
   GRADLAB_CHECK(!path.filename().empty(), IOError, "save", "no file name in the path",
                 "a file path", "'" + path.string() + "'");
   const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  remove_dead_writers_temporaries(dir, path);
   const fs::path tmp =
       dir / (temp_prefix(path) + std::to_string(::getpid()) + "-" + std::to_string(counter++));
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
   GRADLAB_CHECK(fd >= 0, IOError, "save",
                 "cannot create a temporary file in '" + dir.string() + "': " + errno_text(),
                 "a writable directory", "'" + tmp.string() + "'");
+  // Held until the process exits or closes fd: tells cleaners (above) that this writer lives.
+  (void)::flock(fd, LOCK_EX | LOCK_NB);
   try {
     FileWriter w(fd, path);
     fill(w);
@@ -99,14 +139,7 @@ size_t remove_stale_temporaries(const fs::path& dir, const std::string& name_pre
     const auto tmp = name.rfind(".tmp-");
     if (name.size() < 2 || name[0] != '.' || tmp == std::string::npos || tmp == 0) continue;
     if (!name.substr(1).starts_with(name_prefix)) continue;
-    const std::string rest = name.substr(tmp + 5);
-    const auto dash = rest.find('-');
-    if (dash == std::string::npos || dash == 0) continue;
-    if (rest.find_first_not_of("0123456789-") != std::string::npos) continue;
-    const pid_t pid = static_cast<pid_t>(std::atoll(rest.substr(0, dash).c_str()));
-    if (pid <= 0 || pid == ::getpid()) continue;
-    if (::kill(pid, 0) == 0 || errno == EPERM) continue;  // alive (EPERM: another user's)
-    if (fs::remove(entry.path(), ec)) ++removed;
+    if (remove_if_writer_dead(entry.path(), writer_pid(name.substr(tmp + 5)))) ++removed;
   }
   return removed;
 }

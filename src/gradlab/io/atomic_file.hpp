@@ -5,7 +5,9 @@
 // How: write everything to a temporary file in the same directory (".<name>.tmp-<pid>-<n>"),
 // fsync it, rename() it over `path` (atomic within one file system), then fsync the directory
 // so the rename itself is on disk. A crash before the rename leaves the old file plus a stale
-// temporary, which remove_stale_temporaries() cleans up.
+// temporary: the next write of the same `path` removes those of dead writers (a writer holds an
+// flock on its temporary; one is dead when its pid is gone and the lock is free), and
+// remove_stale_temporaries() cleans up a whole directory.
 
 #include <cstddef>
 #include <filesystem>
@@ -29,8 +31,10 @@ class FileWriter {
   size_t offset_ = 0;
 };
 
-/// Writes `path` through `fill`, crash-safely as described above. `durable = false` skips the
-/// fsyncs (faster, still atomic against a killed process, not against a power loss).
+/// Writes `path` through `fill`, crash-safely as described above, first removing the
+/// temporaries that dead writers left for the same `path` (one directory listing). `durable =
+/// false` skips the fsyncs (faster, still atomic against a killed process, not against a power
+/// loss).
 void write_file_atomic(const std::filesystem::path& path,
                        const std::function<void(FileWriter&)>& fill, bool durable = true);
 

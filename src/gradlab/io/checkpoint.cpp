@@ -6,6 +6,7 @@
 
 #include "gradlab/core/generator.hpp"
 #include "gradlab/io/atomic_file.hpp"
+#include "gradlab/io/checkpoint_format.hpp"
 
 namespace gradlab::io {
 
@@ -13,27 +14,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kFormatKey = "gradlab.format";
-constexpr const char* kFormat = "checkpoint-v1";
-const char* const kParts[] = {"model", "optimizer", "scheduler"};
-
-template <class T>
-T parse_int(const std::map<std::string, std::string>& meta, const std::string& key,
-            const fs::path& path) {
-  auto it = meta.find(key);
-  if (it == meta.end())
-    throw CorruptFileError(
-        error_message("load_checkpoint", "'" + path.string() + "' has no " + key), path, 8);
-  T v{};
-  const std::string& s = it->second;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || s.empty())
-    throw CorruptFileError(
-        error_message("load_checkpoint", "'" + path.string() + "': " + key + " is not an integer",
-                      "an integer", "'" + s + "'"),
-        path, 8);
-  return v;
-}
+using checkpoint::kFormat;
+using checkpoint::kFormatKey;
+using checkpoint::kParts;
 
 StateDict* part(Checkpoint& c, const std::string& name) {
   if (name == "model") return &c.model;
@@ -83,46 +66,30 @@ Checkpoint load_checkpoint(const fs::path& path) {
   LoadOptions lo;
   lo.require_checksum = true;
   StateDict all = load_safetensors(path, lo);
-  auto fmt = all.metadata.find(kFormatKey);
-  if (fmt == all.metadata.end() || fmt->second != kFormat)
-    throw CorruptFileError(
-        error_message("load_checkpoint", "'" + path.string() + "' is not a gradlab checkpoint",
-                      std::string(kFormatKey) + " = " + kFormat,
-                      fmt == all.metadata.end() ? "no such key" : "'" + fmt->second + "'",
-                      "a plain state dict loads with gradlab::load or io::load_safetensors"),
-        path, 8);
+  std::vector<std::string> names;
+  for (const auto& [key, t] : all) names.push_back(key);
+  checkpoint::Layout l;
+  try {
+    l = checkpoint::parse(names, all.metadata);
+  } catch (const FormatError& e) {
+    throw CorruptFileError(error_message("load_checkpoint", "'" + path.string() + "': " + e.what() +
+                                                                " (at byte offset " +
+                                                                std::to_string(e.offset()) + ")"),
+                           path, e.offset());
+  }
   Checkpoint c;
+  size_t k = 0;
   for (const auto& [key, t] : all) {
-    const auto slash = key.find('/');
-    const std::string p = slash == std::string::npos ? "" : key.substr(0, slash);
-    if (p != "model" && p != "optimizer" && p != "scheduler")
-      throw CorruptFileError(
-          error_message("load_checkpoint",
-                        "'" + path.string() + "': tensor '" + key + "' belongs to no part",
-                        "model/, optimizer/ or scheduler/", "'" + key + "'"),
-          path, 8);
-    part(c, p)->insert(key.substr(slash + 1), t);
+    const auto& [p, name] = l.tensors[k++];
+    part(c, p)->insert(name, t);
   }
-  c.epoch = parse_int<int64_t>(all.metadata, "gradlab.epoch", path);
-  c.step = parse_int<int64_t>(all.metadata, "gradlab.step", path);
-  if (all.metadata.count("gradlab.loader.seed")) {
-    data::LoaderState s;
-    s.seed = parse_int<uint64_t>(all.metadata, "gradlab.loader.seed", path);
-    s.epoch = parse_int<uint64_t>(all.metadata, "gradlab.loader.epoch", path);
-    s.position = parse_int<uint64_t>(all.metadata, "gradlab.loader.position", path);
-    c.loader = s;
-  }
-  for (const auto& [k, v] : all.metadata) {
-    if (k.starts_with("gradlab.rng."))
-      c.rng[k.substr(12)] = v;
-    else if (k.starts_with("user."))
-      c.metadata[k.substr(5)] = v;
-    else
-      for (const char* p : kParts) {
-        const std::string pre = "gradlab." + std::string(p) + ".meta.";
-        if (k.starts_with(pre)) part(c, p)->metadata[k.substr(pre.size())] = v;
-      }
-  }
+  c.epoch = l.epoch;
+  c.step = l.step;
+  if (l.loader) c.loader = data::LoaderState{l.loader->seed, l.loader->epoch, l.loader->position};
+  c.rng = std::move(l.rng);
+  c.metadata = std::move(l.user);
+  for (auto& [p, meta] : l.part_meta)
+    for (auto& [k2, v] : meta) part(c, p)->metadata[k2] = v;
   return c;
 }
 

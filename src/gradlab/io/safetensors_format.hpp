@@ -19,6 +19,8 @@
 #include <string_view>
 #include <vector>
 
+#include "gradlab/core/format_error.hpp"
+
 namespace gradlab::io::safetensors {
 
 /// Headers larger than this are refused before anything is allocated (safetensors' own limit).
@@ -30,15 +32,7 @@ inline constexpr const char* kChecksumKey = "gradlab.checksum";
 inline constexpr std::string_view kChecksumPrefix = "fnv1a64:";
 
 /// A malformed file: what is wrong and the byte offset in the file where it shows.
-class FormatError : public std::runtime_error {
- public:
-  FormatError(const std::string& what, uint64_t offset)
-      : std::runtime_error(what), offset_(offset) {}
-  uint64_t offset() const { return offset_; }
-
- private:
-  uint64_t offset_;
-};
+using FormatError = gradlab::FormatError;
 
 /// One tensor's entry in the header.
 struct Entry {

@@ -173,9 +173,11 @@ struct TaylorResult {
   /// r/h matching |D_v - ∇L·v| (a wrong one, D_v the Richardson difference along v). NaN when
   /// the remainder is at rounding level: from the start (fn is linear along v), or before the
   /// orders settle, at h and h/2, which bounds the first-order error by 5·noise/h (a pass when
-  /// that is within atol·Σ|u| + rtol·|D_v|, else inconclusive); NaN also when inconclusive.
+  /// that is within atol·Σ|u| + rtol·|D_v|, else inconclusive: too few points above the floor
+  /// to fit an order); NaN also when inconclusive.
   double order = 0;
-  /// Rounding floor of the remainder: max(rel · |u|·|y|, 4 · remainder at h = 1e-8, 1e-9).
+  /// Rounding floor of the remainder: max(rel · |u|·|y|, 4 · the largest remainder at
+  /// h = ±1e-8, ±1e-9, ±1e-10, where the true one is below 1e-16·|vᵀHv|: measured rounding).
   double noise = 0;
   /// h halves from 1e-3: 7 steps, more (down to about 1e-12) until the orders settle.
   std::vector<double> h, remainder;
