@@ -60,14 +60,11 @@ _MASKS = [
 ]
 
 
-_PADDING = re.compile(r"(?<=\S)\s{2,}(?=<[tn]>)")
-
-
 def mask(line):
     line = line.rstrip()
     for pattern, repl in _MASKS:
         line = pattern.sub(repl, line)
-    return _PADDING.sub(" ", line)
+    return line
 
 
 def line_matcher(want):

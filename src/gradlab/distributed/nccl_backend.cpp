@@ -3,8 +3,9 @@
 // (local rank % device count). Operations are queued on the default stream, the one gradlab's
 // kernels use, so they are ordered after the kernels that wrote the gradients; a Work is a CUDA
 // event whose query is the poll that process_group.cpp bounds by the group's timeout.
-// Compiled when CMake found CUDA, NCCL and MPI (GRADLAB_HAVE_NCCL); otherwise a stub that
-// throws. NOTE: this file has only been compiled, not run, on machines without a GPU.
+// Compiled when CMake found CUDA, NCCL and MPI (GRADLAB_HAVE_NCCL); a build without them has no
+// nccl backend, and init_process_group("nccl") raises a DistributedError saying what to install.
+// NOTE: this file has only been compiled, not run, on machines without a GPU.
 
 #include <string>
 
