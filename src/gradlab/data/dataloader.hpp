@@ -11,6 +11,11 @@
 // sample i of epoch e gets its own random stream Generator(derive_seed(seed, e, i)) for random
 // transforms; workers never share a stream.
 //
+// Fetching: when the dataset has a batched fetch (Dataset::get_batch: TensorDataset, CsvDataset,
+// a Subset of one) and no custom collate is set, each batch is one get_batch(indices) call;
+// otherwise every sample is fetched with sample(i, gen) and the samples are collated. Both give
+// the same batches (values, order, indices); checks/data/dataloader_test.cpp compares them.
+//
 // Epochs: each range-for (begin()) continues where the loader stands: after a full pass the
 // epoch counter moves on, after a `break` the next begin() continues the same epoch. state()
 // and load_state() save and restore that position for checkpoints.
@@ -32,19 +37,11 @@
 
 namespace gradlab::data {
 
-/// A collated batch: stacked data and targets, plus the dataset indices it holds.
-struct Batch {
-  Tensor data;
-  Tensor target;
-  std::vector<int64_t> indices;
-  /// Number of samples.
-  int64_t size() const { return static_cast<int64_t>(indices.size()); }
-};
-
 /// Turns a list of samples into a batch (the loader fills in `indices`).
 using Collate = std::function<Batch(std::vector<Example<>>& samples)>;
 /// The default collate: stack(data), stack(target) along a new dim 0 (targets may be undefined
-/// in every sample).
+/// in every sample). Samples of one shape and dtype on the CPU that need no graph are copied
+/// straight into one preallocated [B, ...] tensor; anything else goes through stack().
 Batch stack_collate(std::vector<Example<>>& samples);
 
 /// Where a loader stands: what a checkpoint needs to continue with identical batches.
@@ -63,7 +60,7 @@ class SampleError : public Error {
  public:
   SampleError(const std::string& message, int64_t index, std::exception_ptr cause)
       : Error(message), index_(index), cause_(std::move(cause)) {}
-  /// The dataset index whose get() failed (-1 when collate failed).
+  /// The dataset index whose get() failed (-1 when collate or get_batch failed).
   int64_t index() const { return index_; }
   /// The original exception (std::rethrow_exception(e.cause()) to inspect its type).
   std::exception_ptr cause() const { return cause_; }
@@ -109,6 +106,7 @@ struct DataLoaderOptions {
     seed_ = v;
     return *this;
   }
+  /// A custom collate (the loader then always fetches per sample, never with get_batch).
   DataLoaderOptions& collate(Collate v) {
     collate_ = std::move(v);
     return *this;
