@@ -446,6 +446,7 @@ TEST(StackCollate, FastPathEqualsStackAndOtherCasesStillGoThroughStack) {
   EXPECT_EQ(fast.sizes(), (gl::Shape{4, 3, 2}));
   EXPECT_TRUE(fast.is_contiguous());
   EXPECT_FALSE(fast.is_same_storage(m));  // a copy, never a view of a sample
+  EXPECT_EQ(collate({gl::zeros({0, 2}), gl::zeros({0, 2})}).sizes(), (gl::Shape{2, 0, 2}));
   gl::Tensor i64 = collate({gl::tensor(int64_t{3}), gl::tensor(int64_t{-1})});
   EXPECT_EQ(i64.to_vector<int64_t>(), (std::vector<int64_t>{3, -1}));
   // non-contiguous samples, mixed dtypes (promotion), shape mismatch: stack()'s rules

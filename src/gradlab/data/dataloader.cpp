@@ -33,6 +33,7 @@ Tensor stack_rows(const TensorList& parts) {
   shape.insert(shape.begin(), static_cast<int64_t>(parts.size()));
   Tensor out = empty(shape, TensorOptions().dtype(first.dtype()));
   const size_t row = static_cast<size_t>(first.numel()) * element_size(first.dtype());
+  if (row == 0) return out;  // empty samples: nothing to copy (and maybe no buffer to point at)
   char* dst = out.impl()->data();
   for (const Tensor& t : parts) {
     std::memcpy(dst, t.impl()->data(), row);
