@@ -426,7 +426,6 @@ class Kernel : public xeus::xinterpreter {
     r["language_info"]["version"] = "17";
     r["language_info"]["mimetype"] = "text/x-c++src";
     r["language_info"]["file_extension"] = ".cpp";
-    r["language_info"]["codemirror_mode"] = "text/x-c++src";
     r["help_links"] = nl::json::array();
     return r;
   }
