@@ -10,7 +10,8 @@ jupyter_client over the Jupyter protocol, every code cell in order; no cell is s
 
 THE CHECK RULE (without --update)
   * Every code cell runs without an error output, except a cell tagged `raises-exception`
-    (nbclient's tag), which must end in an error.
+    (nbclient's tag), which must end in an error raised while it runs (a C++ exception); a
+    cell that does not compile (CompilationError) fails either way.
   * Each code cell's stdout (its stream outputs named stdout, joined) and the text/plain of its
     execute_result must equal the stored ones, line by line, after masking both with the rule of
     tools/check_lesson_readmes.py (timings such as "12.3 ms" -> "<t> ms", rates, speed-ups,
@@ -123,6 +124,8 @@ def check(path, fresh_nb, stored, update):
             problems.append(f"{where}: raised {error}")
         if expects_error and not error:
             problems.append(f"{where}: tagged raises-exception but ran without an error")
+        if expects_error and error and error.startswith("CompilationError"):
+            problems.append(f"{where}: tagged raises-exception but did not compile: {error}")
         if update:
             continue
         old_out, old_result, _ = cell_text(old.get("outputs", []))
