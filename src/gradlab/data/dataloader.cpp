@@ -327,7 +327,7 @@ DataLoader::Iterator& DataLoader::Iterator::operator++() {
   return *this;
 }
 
-bool DataLoader::Iterator::operator==(std::default_sentinel_t) const {
+bool DataLoader::Iterator::operator==(Sentinel) const {
   return !loader_ || !loader_->current_;
 }
 

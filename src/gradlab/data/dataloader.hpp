@@ -51,7 +51,10 @@ struct LoaderState {
   uint64_t epoch = 0;
   /// Batches of that epoch already handed to the caller.
   uint64_t position = 0;
-  bool operator==(const LoaderState&) const = default;
+  bool operator==(const LoaderState& o) const {
+    return seed == o.seed && epoch == o.epoch && position == o.position;
+  }
+  bool operator!=(const LoaderState& o) const { return !(*this == o); }
 };
 
 /// An error raised while loading a sample (in a worker or the main thread), rethrown in the
@@ -131,13 +134,17 @@ class DataLoader {
  public:
   DataLoader(std::shared_ptr<Dataset> dataset, DataLoaderOptions options);
   /// Takes a concrete dataset by value: DataLoader(TensorDataset(x, y), options).
-  template <class D>
-  requires std::derived_from<D, Dataset> DataLoader(D dataset, DataLoaderOptions options)
+  template <class D, std::enable_if_t<std::is_base_of_v<Dataset, D> &&
+                                          std::is_convertible_v<const D*, const Dataset*>,
+                                      int> = 0>
+  DataLoader(D dataset, DataLoaderOptions options)
       : DataLoader(std::make_shared<D>(std::move(dataset)), std::move(options)) {}
   ~DataLoader();
   DataLoader(const DataLoader&) = delete;
   DataLoader& operator=(const DataLoader&) = delete;
 
+  /// The end of an epoch (std::default_sentinel_t's role; C++17 readers have none).
+  struct Sentinel {};
   /// An input iterator over the batches of the current epoch.
   class Iterator {
    public:
@@ -151,7 +158,8 @@ class DataLoader {
     Batch* operator->() const { return &**this; }
     Iterator& operator++();
     void operator++(int) { ++*this; }
-    bool operator==(std::default_sentinel_t) const;
+    bool operator==(Sentinel) const;
+    bool operator!=(Sentinel s) const { return !(*this == s); }
 
    private:
     friend class DataLoader;
@@ -161,7 +169,7 @@ class DataLoader {
 
   /// Starts (or continues) the current epoch; stops any iteration still running.
   Iterator begin();
-  std::default_sentinel_t end() const { return {}; }
+  Sentinel end() const { return {}; }
 
   /// Batches per epoch (len(loader)).
   size_t size() const;

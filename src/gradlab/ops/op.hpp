@@ -71,7 +71,7 @@ class Op : public Node {
   }
   GradList apply(GradList&& grads) override {
     Derived& self = static_cast<Derived&>(*this);
-    if (backward_override_) [[unlikely]] return (*backward_override_)(self, grads);
+    if (backward_override_) GRADLAB_UNLIKELY return (*backward_override_)(self, grads);
     return self.backward(grads);
   }
   /// True while a graph is being recorded (forward may skip saving otherwise).
@@ -124,7 +124,7 @@ auto record(const Site& site, Args&&... args) {
   std::vector<Tensor*> outputs;
   detail::outputs_of(outputs, out);
   if (rec) {
-    if (detail::backward_overrides_installed.load(std::memory_order_relaxed) != 0) [[unlikely]]
+    if (detail::backward_overrides_installed.load(std::memory_order_relaxed) != 0) GRADLAB_UNLIKELY
       op->set_backward_override(detail::find_backward_override(typeid(OpT)));
     connect(op, inputs, outputs);
   }
