@@ -30,6 +30,12 @@
 
 namespace gradlab::autograd {
 
+/// LibTorch's names for a list of tensors in custom functions (both are std::vector<Tensor>).
+using tensor_list = TensorList;
+using variable_list = TensorList;
+/// LibTorch's Variable is its Tensor (merged since 1.0); so is gradlab's.
+using Variable = Tensor;
+
 /// A value kept in ctx->saved_data (LibTorch's IValue, reduced to what backward needs).
 class SavedValue {
  public:
