@@ -123,8 +123,9 @@ inline std::vector<Snippet> snippets() {
        [](V in) { return torch::matmul(in[0], in[1].to(torch::kFloat32)); }},
       {"mm_mixed_dtypes", {kX23, kW32}, [](V in) { return in[0].to(torch::kFloat32).mm(in[1]); }},
       // ---- top-level losses ---------------------------------------------------------------
-      {"mse_loss", {kX23, kY23}, [](V in) { return torch::mse_loss(in[0], in[1].detach()); }},
-      {"mse_loss_sum", {kX23, kY23}, [](V in) { return torch::mse_loss(in[0], in[1].detach(), 2); }},
+      {"mse_loss", {kX23, kY23}, [](V in) { return torch::mse_loss(in[0], in[1].detach()); }, kNameDiffers},
+      {"mse_loss_sum", {kX23, kY23}, [](V in) { return torch::mse_loss(in[0], in[1].detach(), 2); },
+       kNameDiffers},
       {"smooth_l1_loss", {kX23, kY23}, [](V in) { return torch::smooth_l1_loss(in[0], in[1].detach()); },
        kNameDiffers},
       {"smooth_l1_loss_beta", {kX23, kY23},
@@ -174,7 +175,8 @@ inline std::vector<Snippet> snippets() {
          Tensor v = y.select(1, 2);
          v.mul_(in[0].select(1, 0));  // NOTE: not v.mul_(v): mul saves v, so backward would refuse
          return v * 3;
-       }},
+       },
+       kNameDiffers},  // tensor * number: LibTorch's MulBackward1, gradlab's MulBackward0
       {"inplace_view_from_other", {kX23, kY23},
        [](V in) {
          Tensor y = in[0].detach().clone();  // a tensor that needs no grad, written from one that does
@@ -210,7 +212,7 @@ inline std::vector<Snippet> snippets() {
          y.index_put_({idx}, vals);
          return y;
        },
-       kGradDiffers},
+       kGradDiffers | kNameDiffers},
   };
 }
 
