@@ -5,7 +5,8 @@
 //
 //   auto r = gradlab_torch::gradcheck(
 //       [](const gradlab_torch::TorchList& in) { return gradlab_torch::TorchList{MyFn::apply(in[0])}; },
-//       {torch::randn({3, 4}, torch::kFloat64).requires_grad_()});
+//       {torch::randn({3, 4}, torch::kFloat64).requires_grad_()},
+//       gradlab::testing::GradcheckOptions().raise_exception(false));  // default: throws the report
 //   if (!r) std::cout << r.text();   // gradlab's report: worst element, analytic vs numeric, ...
 //
 // How: the LibTorch function runs inside a gradlab graph as one node (bridge). gradlab's

@@ -80,6 +80,19 @@ struct ScaleBy : torch::autograd::Function<ScaleBy> {
   }
 };
 
+// An in-place custom function: modifies its input, marks it dirty, returns it.
+struct DoubleInPlace : torch::autograd::Function<DoubleInPlace> {
+  static Tensor forward(torch::autograd::AutogradContext* ctx, Tensor x) {
+    x.mul_(2);
+    ctx->mark_dirty({x});
+    return x;
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext*,
+                                                 torch::autograd::variable_list g) {
+    return {g[0] * 2};
+  }
+};
+
 inline const Input kX23{{0.5, -1.25, 2.0, 0.75, 1.5, -0.25}, {2, 3}};
 inline const Input kY23{{0.1, 0.2, -0.3, 1.0, -2.0, 0.5}, {2, 3}};
 inline const Input kW32{{1.0, -0.5, 0.25, 2.0, -1.5, 0.75}, {3, 2}};
@@ -162,6 +175,12 @@ inline std::vector<Snippet> snippets() {
        }},
       // ---- custom functions -----------------------------------------------------------------
       {"custom_function", {kX23}, [](V in) { return ScaleBy::apply(in[0], 1.5); }, kNameDiffers},
+      {"custom_function_mark_dirty", {kX23},
+       [](V in) {
+         Tensor y = in[0] * 1;
+         Tensor z = DoubleInPlace::apply(y);  // z is y, rebased onto the custom node
+         return z * y + y;
+       }},
       // ---- in-place semantics -----------------------------------------------------------------
       {"inplace_on_view_base", {kX23},
        [](V in) {

@@ -53,7 +53,7 @@ TEST(TorchGradcheck, CustomFunctionWithTheRightBackwardPasses) {
 
 TEST(TorchGradcheck, PlantedWrongBackwardIsCaught) {
   gradlab::testing::GradcheckOptions o;
-  o.name("Cube (planted bug)");
+  o.name("Cube (planted bug)").raise_exception(false);
   auto r = gradlab_torch::gradcheck([](const TorchList& in) { return TorchList{Cube<true>::apply(in[0], 1.5)}; },
                                     {leaf({3}, 6)}, o);
   EXPECT_FALSE(r.ok);
@@ -61,6 +61,10 @@ TEST(TorchGradcheck, PlantedWrongBackwardIsCaught) {
   EXPECT_NE(text.find("gradcheck failed for Cube (planted bug)"), std::string::npos) << text;
   EXPECT_NE(text.find("analytic"), std::string::npos) << text;
   EXPECT_GT(r.num_failures, 0);
+  // by default (raise_exception, as PyTorch's gradcheck) the report is thrown
+  EXPECT_THROW(gradlab_torch::gradcheck([](const TorchList& in) { return TorchList{Cube<true>::apply(in[0], 1.5)}; },
+                                        {leaf({3}, 7)}),
+               gradlab::testing::GradcheckError);
 }
 
 TEST(TorchPropertyRunner, UsersTableCatchesTheWrongRowOnly) {

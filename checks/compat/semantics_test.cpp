@@ -164,6 +164,8 @@ TEST(Reductions, DimListAndCorrectionOverloadsStayUnambiguous) {
   EXPECT_THAT(vals(x.var(1, true, true)), ElementsAre(0.5, 2));
   EXPECT_EQ(x.var(1, true, true).sizes(), (Shape{2, 1}));
   EXPECT_DOUBLE_EQ(x.var(false).item<double>(), x.var(Dims{}, 0).item<double>());  // not "dim 0"
+  EXPECT_THAT(vals(var(x, {1})), ElementsAre(0.5, 2));  // {1} is a dim list, not unbiased = true
+  EXPECT_THAT(vals(x.std({1})), ElementsAre(std::sqrt(0.5), std::sqrt(2.0)));
   EXPECT_EQ(x.sum(ScalarType::Float64).dtype(), kFloat64);
   EXPECT_EQ(x.sum(1).sizes(), (Shape{2}));
 }
@@ -229,6 +231,44 @@ TEST(Overloads, ItemScalarAllAnyFactoriesLosses) {
   EXPECT_DOUBLE_EQ(smooth_l1_loss(a, b).item<double>(), (0.5 + 2.5) / 2);
   EXPECT_THROW_MSG(mse_loss(a, b, 3), ValueError, "mse_loss:", "unknown reduction");
   EXPECT_THROW_MSG(binary_cross_entropy_with_logits(a, b, a), ValueError, "weight is not supported");
+}
+
+struct SquareInPlace : autograd::Function<SquareInPlace> {
+  static Tensor forward(autograd::AutogradContext* ctx, Tensor x) {
+    ctx->saved_data["old"] = x.clone();
+    x.mul_(x);
+    ctx->mark_dirty({x});
+    return x;
+  }
+  static autograd::variable_list backward(autograd::AutogradContext* ctx, autograd::variable_list g) {
+    return {g[0] * 2 * ctx->saved_data["old"].toTensor()};
+  }
+};
+
+TEST(CustomFunction, MarkDirtyRebasesTheInput) {
+  Tensor x = f64({1.0, 3.0}, true);
+  Tensor y = x * 1;
+  Tensor z = SquareInPlace::apply(y);
+  EXPECT_TRUE(z.impl() == y.impl());  // the same tensor, as in LibTorch
+  EXPECT_EQ(y.grad_fn()->name(), "SquareInPlaceBackward");
+  EXPECT_EQ(y.version(), 1u);
+  y.sum().backward();
+  EXPECT_THAT(vals(x.grad()), ElementsAre(2, 6));
+  testing::GradcheckReport r = testing::gradcheck(
+      [](const TensorList& in) {
+        Tensor t = in[0] * 1;
+        return SquareInPlace::apply(t) * in[0];
+      },
+      {leaf({3}, 21)});
+  EXPECT_TRUE(r.ok) << r.text();
+}
+
+TEST(CustomFunction, MarkDirtyRefusesALeafThatRequiresGradAndAView) {
+  Tensor x = f64({1.0, 3.0}, true);
+  EXPECT_THROW_MSG(SquareInPlace::apply(x), AutogradError, "mark_dirty:", "a leaf Variable that requires grad");
+  Tensor y = x * 1;
+  Tensor v = y.narrow(0, 0, 1);
+  EXPECT_THROW_MSG(SquareInPlace::apply(v), AutogradError, "mark_dirty:", "on a view is not supported");
 }
 
 }  // namespace

@@ -214,15 +214,15 @@ int main() {
 
     // Writing through a view of a non-leaf: as in PyTorch, the base's history is rebased through
     // a CopySlices node, and the gradient is 0 where the view overwrote it.
-    gl::Tensor xv = gl::tensor({1.0, 2.0, 3.0}, f64.requires_grad(true));
-    gl::Tensor yv = xv * 1;
-    yv.select(0, 0).fill_(2.0);  // y[0] = 2 through a view
-    std::cout << "non-leaf view: y = x * 1; y.select(0, 0).fill_(2) -> y = " << yv << "\n";
-    (yv * yv).sum().backward();
-    std::cout << "x.grad = " << xv.grad() << "\n";
-    L.check(yv.grad_fn()->name() == "CopySlices" && gl::equal(yv.detach(), gl::tensor({2.0, 2.0, 3.0}, f64)),
+    gl::Tensor x_view = gl::tensor({1.0, 2.0, 3.0}, f64.requires_grad(true));
+    gl::Tensor y_view = x_view * 1;
+    y_view.select(0, 0).fill_(2.0);  // y[0] = 2 through a view
+    std::cout << "non-leaf view: y = x * 1; y.select(0, 0).fill_(2) -> y = " << y_view << "\n";
+    (y_view * y_view).sum().backward();
+    std::cout << "x.grad = " << x_view.grad() << "\n";
+    L.check(y_view.grad_fn()->name() == "CopySlices" && gl::equal(y_view.detach(), gl::tensor({2.0, 2.0, 3.0}, f64)),
             "through a view of the non-leaf y the write works too; y's node is CopySlices, as in PyTorch");
-    L.check(gl::equal(xv.grad(), gl::tensor({0.0, 4.0, 6.0}, f64)),
+    L.check(gl::equal(x_view.grad(), gl::tensor({0.0, 4.0, 6.0}, f64)),
             "and the gradient is the same [0, 4, 6]: 0 where the view overwrote y");
     // The workaround: out of place, y = x.masked_fill(mask, 2)  (or torch.where(mask, 2, x)).
     gl::Tensor xm = gl::tensor({1.0, 2.0, 3.0}, f64.requires_grad(true));

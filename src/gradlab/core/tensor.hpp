@@ -197,9 +197,16 @@ class Tensor {
   Tensor sum(int64_t dim, bool keepdim = false, Site site = {}) const;
   Tensor sum(ScalarType dtype, Site site = {}) const;
   Tensor mean(int64_t dim, bool keepdim = false, Site site = {}) const;
-  Tensor var(bool unbiased, Site site = {}) const;
-  Tensor std(bool unbiased, Site site = {}) const;
-  // NOTE: templates on the int so that x.var({0}, 1) (dim list, correction) is not ambiguous.
+  // NOTE: templates, so that a braced dim list (x.var({1}), x.var({0}, 1)) still picks the Dims
+  // overload (a plain bool overload would read {1} as unbiased = true).
+  template <class B, std::enable_if_t<std::is_same<B, bool>::value, int> = 0>
+  Tensor var(B unbiased, Site site = {}) const {
+    return var(Dims{}, unbiased ? 1 : 0, false, site);
+  }
+  template <class B, std::enable_if_t<std::is_same<B, bool>::value, int> = 0>
+  Tensor std(B unbiased, Site site = {}) const {
+    return std(Dims{}, unbiased ? 1 : 0, false, site);
+  }
   template <class I, std::enable_if_t<std::is_integral<I>::value && !std::is_same<I, bool>::value, int> = 0>
   Tensor var(I dim, bool unbiased = true, bool keepdim = false, Site site = {}) const {
     return var(Dims{static_cast<int64_t>(dim)}, unbiased ? 1 : 0, keepdim, site);

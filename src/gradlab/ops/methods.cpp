@@ -76,8 +76,6 @@ Tensor Tensor::matmul(const Tensor& o, Site site) const { return gradlab::matmul
 Tensor Tensor::sum(int64_t d, bool k, Site site) const { return gradlab::sum(*this, d, k, site); }
 Tensor Tensor::sum(ScalarType t, Site site) const { return gradlab::sum(*this, t, site); }
 Tensor Tensor::mean(int64_t d, bool k, Site site) const { return gradlab::mean(*this, d, k, site); }
-Tensor Tensor::var(bool u, Site site) const { return gradlab::var(*this, u, site); }
-Tensor Tensor::std(bool u, Site site) const { return gradlab::std(*this, u, site); }
 Tensor Tensor::logsumexp(int64_t d, bool k, Site site) const { return gradlab::logsumexp(*this, d, k, site); }
 Tensor Tensor::norm(const Scalar& p, Site site) const { return gradlab::norm(*this, p.to_double(), site); }
 Tensor Tensor::norm(const Scalar& p, int64_t d, bool k, Site site) const { return gradlab::norm(*this, p, d, k, site); }

@@ -104,11 +104,18 @@ Tensor argmin(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool k
 Tensor var(const Tensor& x, const Dims& dims = {}, int64_t correction = 1, bool keepdim = false, Site site = {});
 Tensor std(const Tensor& x, const Dims& dims = {}, int64_t correction = 1, bool keepdim = false, Site site = {});
 /// LibTorch's var(unbiased) / var(dim, unbiased, keepdim): unbiased = correction 1, else 0.
-/// NOTE: the bool overload keeps x.var(false) from reading as "dim 0".
-Tensor var(const Tensor& x, bool unbiased, Site site = {});
-Tensor std(const Tensor& x, bool unbiased, Site site = {});
-/// NOTE: templates on the int, so that var(x, {0}, correction) (a braced dim list) still picks the
-/// Dims overload instead of being ambiguous with (dim, unbiased).
+/// NOTE: templates, so that a braced dim list (var(x, {1}), var(x, {0}, correction)) still picks
+/// the Dims overload: a plain `bool` overload would take {1} as unbiased = true, and a plain
+/// int64 one would make var(x, {0}, 1) ambiguous. The bool one keeps var(x, false) from
+/// reading as "dim 0".
+template <class B, std::enable_if_t<std::is_same<B, bool>::value, int> = 0>
+Tensor var(const Tensor& x, B unbiased, Site site = {}) {
+  return var(x, Dims{}, unbiased ? 1 : 0, false, site);
+}
+template <class B, std::enable_if_t<std::is_same<B, bool>::value, int> = 0>
+Tensor std(const Tensor& x, B unbiased, Site site = {}) {
+  return std(x, Dims{}, unbiased ? 1 : 0, false, site);
+}
 template <class I, std::enable_if_t<std::is_integral<I>::value && !std::is_same<I, bool>::value, int> = 0>
 Tensor var(const Tensor& x, I dim, bool unbiased = true, bool keepdim = false, Site site = {}) {
   return var(x, Dims{static_cast<int64_t>(dim)}, unbiased ? 1 : 0, keepdim, site);

@@ -85,8 +85,6 @@ Tensor std(const Tensor& x, const Dims& dims, int64_t correction, bool keepdim, 
   check_defined("std", x);
   return record<VarStd<true>>(site, float_or_self(x, site), normalize_dims("std", x, dims), correction, keepdim);
 }
-Tensor var(const Tensor& x, bool unbiased, Site site) { return var(x, Dims{}, unbiased ? 1 : 0, false, site); }
-Tensor std(const Tensor& x, bool unbiased, Site site) { return std(x, Dims{}, unbiased ? 1 : 0, false, site); }
 Tensor logsumexp(const Tensor& x, int64_t dim, bool keepdim, Site site) {
   return logsumexp(x, Dims{dim}, keepdim, site);
 }
