@@ -4,6 +4,7 @@
 # reader checks gradlab's event files; its server shows a run). Idempotent: when everything is
 # already there it only checks (no apt-get, no pip, well under a second). A pip failure (no
 # network) does not fail setup: the tests that need the venv then skip with a message.
+# GRADLAB_WITH_LIBTORCH=1 also installs libtorch-dev (opt-in; see the README's LibTorch section).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
@@ -21,6 +22,11 @@ packages=(
   xeus-dev libclang-19-dev libclang-cpp19-dev llvm-19-dev clang-19
   python3-nbclient python3-jupyter-client python3-nbformat
 )
+# Opt-in LibTorch peer (Debian's libtorch-dev, ~510 MB): GRADLAB_WITH_LIBTORCH=1 bash tools/setup.sh
+# builds gradlab_torch (gradcheck for LibTorch code) and the LibTorch halves of checks/compat.
+if [ "${GRADLAB_WITH_LIBTORCH:-0}" = "1" ]; then
+  packages+=(libtorch-dev)
+fi
 
 if ! command -v dpkg >/dev/null 2>&1; then
   echo "setup: dpkg not found (not Debian/Ubuntu?); install these yourself: ${packages[*]}" >&2

@@ -17,7 +17,7 @@ TEST(GraphDump, DotNamesNodesShapesAndLeaves) {
   EXPECT_THAT(dot, HasSubstr("digraph \"tiny\""));
   EXPECT_THAT(dot, HasSubstr("SumBackward0"));
   EXPECT_THAT(dot, HasSubstr("ReluBackward0"));
-  EXPECT_THAT(dot, HasSubstr("BmmBackward0"));
+  EXPECT_THAT(dot, HasSubstr("MmBackward0"));  // a 2-D matmul, as PyTorch names it
   EXPECT_THAT(dot, HasSubstr("leaf [2, 3] float32\\nrequires_grad"));  // the parameter
   EXPECT_THAT(dot, HasSubstr("[4, 3]"));                                // an edge's shape
   EXPECT_THAT(dot, HasSubstr("output [] float32"));

@@ -22,7 +22,9 @@ TEST(Matmul, TwoD) {
   // transposed operands go to BLAS as views: Bᵀ @ Aᵀ = (A B)ᵀ
   EXPECT_THAT(vals(matmul(B().t(), A().t())), ElementsAre(4, 10, 5, 11));
   EXPECT_EQ(matmul(f64({1.0}).reshape({1, 1}), f64({2.0}).reshape({1, 1})).dtype(), kFloat64);
-  EXPECT_EQ(matmul(A(), B().to(kFloat64)).dtype(), kFloat64);
+  // mixed dtypes throw, as in LibTorch (semantics_test.cpp: MatrixProducts)
+  EXPECT_THROW(matmul(A(), B().to(kFloat64)), DTypeError);
+  EXPECT_EQ(matmul(A().to(kFloat64), B().to(kFloat64)).dtype(), kFloat64);
 }
 
 TEST(Matmul, OneD) {

@@ -61,6 +61,34 @@ void AutogradContext::mark_non_differentiable(const TensorList& outputs) {
   for (const auto& t : outputs) non_differentiable_.push_back(t);
 }
 
+void AutogradContext::mark_dirty(const TensorList& inputs) {
+  for (const auto& t : inputs) dirty_.push_back(t);
+}
+
+bool AutogradContext::is_dirty(const TensorImpl* t) const {
+  for (const auto& d : dirty_)
+    if (d.impl() == t) return true;
+  return false;
+}
+
+void AutogradContext::check_dirty(const std::vector<const Tensor*>& inputs, bool recording) const {
+  for (const auto& d : dirty_) {
+    bool is_input = false;
+    for (const Tensor* in : inputs) is_input = is_input || (in->defined() && in->impl() == d.impl());
+    GRADLAB_CHECK(is_input, AutogradError, "mark_dirty", "a tensor marked dirty is not an input of forward",
+                  "inputs that forward modified in place", d.describe());
+    if (!recording) continue;
+    GRADLAB_CHECK(!(d.is_leaf() && d.requires_grad()), AutogradError, "mark_dirty",
+                  "a leaf Variable that requires grad has been used in an in-place operation",
+                  "a non-leaf, or a tensor that does not require grad",
+                  "a leaf " + d.describe() + " with requires_grad=true", "modify a clone() instead");
+    GRADLAB_CHECK(d.impl()->view_base == nullptr, AutogradError, "mark_dirty",
+                  "an in-place custom function on a view is not supported", "a tensor that is not a view",
+                  "a view " + d.describe(), "pass the base, or a clone() of the view");
+    ++d.impl()->history_version;  // views of it taken before are stale, as after any in-place op
+  }
+}
+
 std::vector<const TensorImpl*> AutogradContext::non_differentiable() const {
   std::vector<const TensorImpl*> r;
   for (const auto& t : non_differentiable_) r.push_back(t.impl());

@@ -30,6 +30,12 @@
 
 namespace gradlab::autograd {
 
+/// LibTorch's names for a list of tensors in custom functions (both are std::vector<Tensor>).
+using tensor_list = TensorList;
+using variable_list = TensorList;
+/// LibTorch's Variable is its Tensor (merged since 1.0); so is gradlab's.
+using Variable = Tensor;
+
 /// A value kept in ctx->saved_data (LibTorch's IValue, reduced to what backward needs).
 class SavedValue {
  public:
@@ -67,6 +73,9 @@ class AutogradContext {
   bool needs_input_grad(size_t i) const;
   /// Outputs that never get a gradient (e.g. indices).
   void mark_non_differentiable(const TensorList& outputs);
+  /// Inputs that forward modified in place and returns: their history is rebased onto this
+  /// node (as LibTorch's mark_dirty). A leaf that requires grad, or a view, is refused.
+  void mark_dirty(const TensorList& inputs);
   /// When false, backward receives undefined tensors (not zeros) for outputs without gradient.
   void set_materialize_grads(bool value) { materialize_grads_ = value; }
 
@@ -74,6 +83,9 @@ class AutogradContext {
   void bind(Node* node) { node_ = node; }
   void finish_forward(const std::vector<Tensor*>& outputs);
   std::vector<const TensorImpl*> non_differentiable() const;
+  bool is_dirty(const TensorImpl* t) const;
+  /// Throws unless every dirty tensor is an input, and (when recording) may be rebased.
+  void check_dirty(const std::vector<const Tensor*>& inputs, bool recording) const;
   bool materialize_grads() const { return materialize_grads_; }
   void release();
 
@@ -82,6 +94,7 @@ class AutogradContext {
   TensorList to_save_;
   std::vector<SavedTensor> saved_;
   TensorList non_differentiable_;
+  TensorList dirty_;
   bool materialize_grads_ = true;
 };
 
@@ -149,10 +162,12 @@ struct Function {
     }();
     std::vector<Tensor*> outputs;
     detail::outputs_of(outputs, out);
-    // An output that is an input unchanged would get this node as grad_fn: make it a new handle.
+    // An output that is an input unchanged would get this node as grad_fn: make it a new handle
+    // (unless forward marked it dirty: then rebasing its history onto this node is the point).
+    node->ctx.check_dirty(inputs, rec);
     for (Tensor* o : outputs)
       for (const Tensor* in : inputs)
-        if (o->defined() && o->impl() == in->impl()) *o = o->detach();
+        if (o->defined() && o->impl() == in->impl() && !node->ctx.is_dirty(o->impl())) *o = o->detach();
     if (rec) {
       connect(node, inputs, outputs, node->ctx.non_differentiable());
       node->ctx.finish_forward(outputs);

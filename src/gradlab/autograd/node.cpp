@@ -123,6 +123,14 @@ GradList AccumulateGrad::apply(GradList&& grads) {
 Edge gradient_edge(const Tensor& t) {
   if (!t.defined() || !t.requires_grad()) return {};
   TensorImpl* impl = t.impl();
+  if (impl->view_base && impl->base_history_version != impl->view_base->history_version) [[unlikely]] {
+    throw AutogradError(error_message(
+        "autograd", "a view was used after an in-place operation on its base (or on another view of it)",
+        "a view taken after the last in-place write to its base",
+        "a view " + t.describe() + " whose grad_fn predates that write",
+        "take the view again after the in-place write (PyTorch regenerates such a view's grad_fn; "
+        "gradlab does not, so it refuses rather than give a gradient that misses the write)"));
+  }
   if (impl->autograd.grad_fn) return {impl->autograd.grad_fn, impl->autograd.output_nr};
   auto acc = impl->autograd.grad_accumulator.lock();
   if (!acc) {

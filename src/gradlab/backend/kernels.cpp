@@ -83,7 +83,11 @@ Tensor mm(const Tensor& a, const Tensor& b) {
   Tensor a3 = make_view(a, {1, a.size(0), a.size(1)}, {0, a.stride(0), a.stride(1)}, a.impl()->offset);
   Tensor b3 = make_view(b, {1, b.size(0), b.size(1)}, {0, b.stride(0), b.stride(1)}, b.impl()->offset);
   Tensor c = bmm(a3, b3);
-  return make_view(c, {a.size(0), b.size(1)}, {c.stride(1), c.stride(2)}, c.impl()->offset);
+  Tensor r = make_view(c, {a.size(0), b.size(1)}, {c.stride(1), c.stride(2)}, c.impl()->offset);
+  // NOTE: c is private to this call: the result is a new tensor, not a view (an in-place op on a
+  // view under autograd goes through CopySlices, which an op's output should not).
+  r.impl()->view_base = nullptr;
+  return r;
 }
 
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) { GRADLAB_ON(x, Indexing, gather(x, dim, index)); }

@@ -89,6 +89,8 @@ Tensor full(const Shape& shape, const Scalar& value, TensorOptions o) { return f
 Tensor scalar_tensor(const Scalar& value, TensorOptions o) { return full({}, value, o); }
 
 Tensor arange(const Scalar& end, TensorOptions o) { return arange(0, end, 1, o); }
+Tensor arange(const Scalar& start, const Scalar& end, TensorOptions o) { return arange(start, end, 1, o); }
+Tensor eye(int64_t n, TensorOptions o) { return eye(n, std::nullopt, o); }
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, TensorOptions o) {
   const double s = start.to_double(), e = end.to_double(), st = step.to_double();
   GRADLAB_CHECK(st != 0, ValueError, "arange", "step must be nonzero", "step != 0", "0");
@@ -235,5 +237,13 @@ Tensor tensor(std::initializer_list<bool> v, TensorOptions o) {
 }
 Tensor tensor(std::initializer_list<std::initializer_list<bool>> v, TensorOptions o) { return nested(v, o, kBool); }
 Tensor tensor(double value, TensorOptions o) { return from_vector(std::vector<double>{value}, {}, o); }
+Tensor tensor(const std::vector<double>& v, TensorOptions o) { return from_vector(v, {static_cast<int64_t>(v.size())}, o); }
+Tensor tensor(const std::vector<float>& v, TensorOptions o) {
+  return from_vector(std::vector<double>(v.begin(), v.end()), {static_cast<int64_t>(v.size())}, o);
+}
+Tensor tensor(const std::vector<int64_t>& v, TensorOptions o) { return from_vector(v, {static_cast<int64_t>(v.size())}, o); }
+Tensor tensor(const std::vector<int>& v, TensorOptions o) {
+  return from_vector(std::vector<int64_t>(v.begin(), v.end()), {static_cast<int64_t>(v.size())}, o);
+}
 
 }  // namespace gradlab

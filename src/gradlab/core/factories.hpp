@@ -2,6 +2,7 @@
 // Tensor factories, as in LibTorch: zeros({2, 3}, dtype(kFloat64).requires_grad()).
 
 #include <initializer_list>
+#include <type_traits>
 #include <vector>
 
 #include "gradlab/core/generator.hpp"
@@ -19,10 +20,14 @@ Tensor scalar_tensor(const Scalar& value, TensorOptions options = {});
 /// start, start+step, ... < end. Integer arguments without a dtype give int64, as in PyTorch.
 Tensor arange(const Scalar& end, TensorOptions options = {});
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step = 1, TensorOptions options = {});
+/// arange(start, end, options), as LibTorch's (step 1).
+Tensor arange(const Scalar& start, const Scalar& end, TensorOptions options);
 /// `steps` points from start to end inclusive.
 Tensor linspace(double start, double end, int64_t steps, TensorOptions options = {});
 /// Identity matrix n x m (m defaults to n).
 Tensor eye(int64_t n, std::optional<int64_t> m = std::nullopt, TensorOptions options = {});
+/// eye(n, options), as LibTorch's.
+Tensor eye(int64_t n, TensorOptions options);
 /// Uniform in [0, 1).
 Tensor rand(const Shape& shape, TensorOptions options = {}, Generator* gen = nullptr);
 /// Standard normal.
@@ -30,6 +35,25 @@ Tensor randn(const Shape& shape, TensorOptions options = {}, Generator* gen = nu
 /// Uniform integers in [low, high); int64 unless the options say otherwise.
 Tensor randint(int64_t low, int64_t high, const Shape& shape, TensorOptions options = {},
                Generator* gen = nullptr);
+// One int as the shape, as LibTorch's IntArrayRef takes it: randn(3, options) is randn({3}).
+// NOTE: templates, so that a braced `{}` still means the 0-d shape (an int overload would take
+// it as 0 and make shape [0]).
+template <class I, std::enable_if_t<std::is_integral<I>::value && !std::is_same<I, bool>::value, int> = 0>
+Tensor randn(I n, TensorOptions options = {}, Generator* gen = nullptr) {
+  return randn(Shape{static_cast<int64_t>(n)}, options, gen);
+}
+template <class I, std::enable_if_t<std::is_integral<I>::value && !std::is_same<I, bool>::value, int> = 0>
+Tensor rand(I n, TensorOptions options = {}, Generator* gen = nullptr) {
+  return rand(Shape{static_cast<int64_t>(n)}, options, gen);
+}
+template <class I, std::enable_if_t<std::is_integral<I>::value && !std::is_same<I, bool>::value, int> = 0>
+Tensor zeros(I n, TensorOptions options = {}) {
+  return zeros(Shape{static_cast<int64_t>(n)}, options);
+}
+template <class I, std::enable_if_t<std::is_integral<I>::value && !std::is_same<I, bool>::value, int> = 0>
+Tensor ones(I n, TensorOptions options = {}) {
+  return ones(Shape{static_cast<int64_t>(n)}, options);
+}
 /// A random permutation of 0..n-1 (int64).
 Tensor randperm(int64_t n, Generator* gen = nullptr);
 
@@ -59,5 +83,11 @@ Tensor tensor(std::initializer_list<bool> values, TensorOptions options = {});
 Tensor tensor(std::initializer_list<std::initializer_list<bool>> values, TensorOptions options = {});
 /// A 0-d tensor.
 Tensor tensor(double value, TensorOptions options = {});
+/// From a std::vector, as LibTorch's torch::tensor(std::vector<T>): floating values give the
+/// default dtype (float32), integers int64, unless the options say otherwise.
+Tensor tensor(const std::vector<double>& values, TensorOptions options = {});
+Tensor tensor(const std::vector<float>& values, TensorOptions options = {});
+Tensor tensor(const std::vector<int64_t>& values, TensorOptions options = {});
+Tensor tensor(const std::vector<int>& values, TensorOptions options = {});
 
 }  // namespace gradlab

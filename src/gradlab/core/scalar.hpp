@@ -29,6 +29,22 @@ class Scalar {
   double to_double() const { return d_; }
   /// As an int64: a float is truncated and saturates (NaN gives 0; see saturating_int64).
   int64_t to_long() const { return kind_ == Kind::Floating ? saturating_int64(d_) : i_; }
+  // LibTorch's c10::Scalar spellings (x.item().toDouble()).
+  double toDouble() const { return to_double(); }
+  float toFloat() const { return static_cast<float>(d_); }
+  int64_t toLong() const { return to_long(); }
+  int toInt() const { return static_cast<int>(to_long()); }
+  bool toBool() const { return kind_ == Kind::Boolean ? i_ != 0 : d_ != 0.0; }
+  bool isFloatingPoint() const { return is_floating_point(); }
+  bool isIntegral(bool include_bool) const { return is_integral() || (include_bool && is_boolean()); }
+  bool isBoolean() const { return is_boolean(); }
+  /// to<double>(), to<float>(), to<int64_t>(), to<int>(), to<bool>().
+  template <class T>
+  T to() const {
+    if (std::is_same<T, bool>::value) return static_cast<T>(toBool());
+    if (std::is_floating_point<T>::value) return static_cast<T>(d_);
+    return static_cast<T>(to_long());
+  }
   /// The dtype a tensor made from this number alone would have (float32, int64, bool).
   ScalarType natural_dtype() const {
     return kind_ == Kind::Floating ? default_dtype() : kind_ == Kind::Integral ? kInt64 : kBool;

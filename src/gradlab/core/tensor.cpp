@@ -31,6 +31,7 @@ Tensor make_view(const Tensor& base, Shape sizes, Strides strides, int64_t offse
   impl->dtype = base.dtype();
   // Views of views point at the first base (PyTorch's _base).
   impl->view_base = base.impl()->view_base ? base.impl()->view_base : base.impl_ptr();
+  impl->base_history_version = impl->view_base->history_version;
   return Tensor(std::move(impl));
 }
 
@@ -129,6 +130,12 @@ template double Tensor::item<double>() const;
 template int64_t Tensor::item<int64_t>() const;
 template int Tensor::item<int>() const;
 template bool Tensor::item<bool>() const;
+Scalar Tensor::item() const {
+  check_defined("item");
+  if (dtype() == kBool) return Scalar(item<bool>());
+  if (dtype() == kInt64) return Scalar(item<int64_t>());
+  return Scalar(item<double>());
+}
 
 // ---- printing -------------------------------------------------------------------------------
 

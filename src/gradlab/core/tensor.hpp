@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "gradlab/core/device.hpp"
@@ -69,6 +70,8 @@ class Tensor {
   /// The value of a one-element tensor.
   template <class T>
   T item() const;
+  /// The value of a one-element tensor as a Scalar (LibTorch's x.item(); .toDouble() etc.).
+  Scalar item() const;
   /// All elements in row-major order, converted to T (for tests and printing).
   template <class T>
   std::vector<T> to_vector() const;
@@ -188,6 +191,41 @@ class Tensor {
   Tensor std(const Dims& dims = {}, int64_t correction = 1, bool keepdim = false,
              Site site = {}) const;
   Tensor logsumexp(const Dims& dims, bool keepdim = false, Site site = {}) const;
+  // LibTorch's one-dim and dtype overloads: x.sum(1), x.mean(-1, true), x.var(1, true, true)
+  // (dim, unbiased, keepdim), x.std(false) (unbiased), x.sum(kFloat64), x.logsumexp(1, true).
+  Tensor sum(int64_t dim, bool keepdim = false, Site site = {}) const;
+  Tensor sum(ScalarType dtype, Site site = {}) const;
+  Tensor mean(int64_t dim, bool keepdim = false, Site site = {}) const;
+  // NOTE: templates, so that a braced dim list (x.var({1}), x.var({0}, 1)) still picks the Dims
+  // overload (a plain bool overload would read {1} as unbiased = true).
+  template <class B, std::enable_if_t<std::is_same<B, bool>::value, int> = 0>
+  Tensor var(B unbiased, Site site = {}) const {
+    return var(Dims{}, unbiased ? 1 : 0, false, site);
+  }
+  template <class B, std::enable_if_t<std::is_same<B, bool>::value, int> = 0>
+  Tensor std(B unbiased, Site site = {}) const {
+    return std(Dims{}, unbiased ? 1 : 0, false, site);
+  }
+  template <class I, std::enable_if_t<std::is_integral<I>::value && !std::is_same<I, bool>::value, int> = 0>
+  Tensor var(I dim, bool unbiased = true, bool keepdim = false, Site site = {}) const {
+    return var(Dims{static_cast<int64_t>(dim)}, unbiased ? 1 : 0, keepdim, site);
+  }
+  template <class I, std::enable_if_t<std::is_integral<I>::value && !std::is_same<I, bool>::value, int> = 0>
+  Tensor std(I dim, bool unbiased = true, bool keepdim = false, Site site = {}) const {
+    return std(Dims{static_cast<int64_t>(dim)}, unbiased ? 1 : 0, keepdim, site);
+  }
+  Tensor logsumexp(int64_t dim, bool keepdim = false, Site site = {}) const;
+  /// p-norm of all elements, or over dims (x.norm(), x.norm(2, 1)).
+  Tensor norm(const Scalar& p = 2, Site site = {}) const;
+  Tensor norm(const Scalar& p, int64_t dim, bool keepdim = false, Site site = {}) const;
+  Tensor norm(const Scalar& p, const Dims& dims, bool keepdim = false, Site site = {}) const;
+  /// Bool: every / some element nonzero.
+  Tensor all() const;
+  Tensor all(int64_t dim, bool keepdim = false) const;
+  Tensor any() const;
+  Tensor any(int64_t dim, bool keepdim = false) const;
+  Tensor mm(const Tensor& o, Site site = {}) const;
+  Tensor bmm(const Tensor& o, Site site = {}) const;
   Tensor matmul(const Tensor& o, Site site = {}) const;
   Tensor softmax(int64_t dim, Site site = {}) const;
   Tensor log_softmax(int64_t dim, Site site = {}) const;
@@ -198,6 +236,9 @@ class Tensor {
   Tensor gt(const Scalar& o) const;
   Tensor lt(const Scalar& o) const;
   Tensor eq(const Tensor& o) const;
+  Tensor eq(const Scalar& o) const;
+  Tensor ne(const Tensor& o) const;
+  Tensor ne(const Scalar& o) const;
 
   // ---- in place (bump the version counter) ----------------------------------------------
   Tensor& add_(const Tensor& o, const Scalar& alpha = 1, Site site = {});
@@ -216,7 +257,10 @@ class Tensor {
   Tensor& masked_fill_(const Tensor& mask, const Scalar& value, Site site = {});
   /// Indexed assignment: self[index] = values, where index is a bool mask of self's shape or an
   /// int64 list of positions along dim 0. `values` broadcasts to the selected part.
+  /// Repeated rows: the last write wins. With accumulate, every write is added (as PyTorch's
+  /// index_put_(indices, values, /*accumulate=*/true)); a bool mask has no repeats.
   Tensor& index_put_(const Tensor& index, const Tensor& values, Site site = {});
+  Tensor& index_put_(const Tensor& index, const Tensor& values, bool accumulate, Site site = {});
   Tensor& index_put_(const Tensor& index, const Scalar& value, Site site = {});
 
   /// The shared state (for gradlab's own internals).

@@ -32,6 +32,12 @@ struct TensorImpl {
   ScalarType dtype = kFloat32;
   // For a view: the tensor it views (so an in-place write can see that it hits a leaf's data).
   std::shared_ptr<TensorImpl> view_base;
+  // Bumped on a base each time an in-place op under autograd rebases its history (directly or
+  // through one of its views). A view keeps the value its base had when the view was made (or
+  // last rebased): an older value means the view's grad_fn predates the write (PyTorch would
+  // regenerate it; gradlab refuses to use it, see autograd::gradient_edge).
+  uint32_t history_version = 0;
+  uint32_t base_history_version = 0;
   AutogradMeta autograd;
 
   int64_t numel() const { return numel_of(sizes); }

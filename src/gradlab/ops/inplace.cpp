@@ -3,9 +3,12 @@
 //
 // Without a graph (grad mode off, or nothing requires grad) the kernel writes directly.
 // With one, the op is computed out of place from a clone of the old value, written back, and
-// the tensor's history is rebased onto the new node (PyTorch's rebase_history).
+// the tensor's history is rebased onto the new node (PyTorch's rebase_history). A write into a
+// view rebases its base's history through a CopySlices node (as PyTorch does) and the view
+// becomes a view of the new base (AsStridedBackward0).
 
 #include <algorithm>
+#include <climits>
 #include <vector>
 
 #include "gradlab/ops/common.hpp"
@@ -115,6 +118,96 @@ void check_writable(const Tensor& self, const char* op) {
   }
 }
 
+// ---- in-place on a view under autograd (PyTorch's CopySlices + regenerated view) -------------
+// For each element of `view` (row-major), its row-major position in `base`. Both index one
+// storage; base's elements have distinct storage positions (an expanded tensor is itself a view).
+Tensor positions_in_base(const Tensor& base, const Tensor& view) {
+  const int64_t nb = base.numel();
+  std::vector<int64_t> where_in_storage(static_cast<size_t>(nb));  // storage index of base element i
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  for (int64_t i = 0; i < nb; ++i) {
+    int64_t rest = i, s = base.storage_offset();
+    for (int64_t d = base.dim() - 1; d >= 0; --d) {
+      s += (rest % base.size(d)) * base.stride(d);
+      rest /= base.size(d);
+    }
+    where_in_storage[static_cast<size_t>(i)] = s;
+    lo = std::min(lo, s);
+    hi = std::max(hi, s);
+  }
+  std::vector<int64_t> base_of(nb == 0 ? 0 : static_cast<size_t>(hi - lo + 1), -1);
+  for (int64_t i = 0; i < nb; ++i) base_of[static_cast<size_t>(where_in_storage[static_cast<size_t>(i)] - lo)] = i;
+  std::vector<int64_t> pos(static_cast<size_t>(view.numel()));
+  for (int64_t j = 0; j < view.numel(); ++j) {
+    int64_t rest = j, s = view.storage_offset();
+    for (int64_t d = view.dim() - 1; d >= 0; --d) {
+      s += (rest % view.size(d)) * view.stride(d);
+      rest /= view.size(d);
+    }
+    const int64_t i = s < lo || s > hi ? -1 : base_of[static_cast<size_t>(s - lo)];
+    GRADLAB_CHECK(i >= 0, AutogradError, "in-place on a view", "the view reaches memory outside its base",
+                  "a view inside its base's elements", view.describe());
+    pos[static_cast<size_t>(j)] = i;
+  }
+  return from_vector(pos, {view.numel()}, TensorOptions().device(base.device()));
+}
+
+// new_base = old_base with the view's elements replaced by `result`
+//   d old_base = g with the view's elements zeroed        d result = g at the view's elements
+struct CopySlices : autograd::Node {
+  std::string name() const override { return "CopySlices"; }
+  Tensor pos;       // int64 [view numel]: base positions (row-major) of the view's elements
+  Tensor in_view;   // bool, base's shape: the view's elements
+  Shape view_shape;
+  GradList apply(GradList&& g) override {
+    return {needs_input_grad(0) ? g[0].masked_fill(in_view, 0.0) : Tensor(),
+            needs_input_grad(1) ? g[0].reshape({-1}).index_select(0, pos).reshape(view_shape) : Tensor()};
+  }
+};
+
+// The view itself after the write: view = base at `pos`      d base = g scattered to `pos`
+struct AsStridedBackward : autograd::Node {
+  std::string name() const override { return "AsStridedBackward0"; }
+  Tensor pos;
+  Shape base_shape;
+  GradList apply(GradList&& g) override {
+    Tensor flat = zeros({numel_of(base_shape)}, g[0].options());
+    return {gradlab::index_add(flat, 0, pos, g[0].reshape({-1})).reshape(base_shape)};
+  }
+};
+
+// After `view` was overwritten with `result` (recorded from the view's old value): the base's
+// history becomes CopySlices(old base history, result), the view's a view of the new base.
+// The storage version counter is shared (one Storage), so saved copies of the base or of any
+// view see the write.
+void rebase_view_history(Tensor& view, const Tensor& result, const Site& site) {
+  Tensor base(view.impl()->view_base);
+  auto cs = std::make_shared<CopySlices>();
+  cs->site = site;
+  cs->pos = positions_in_base(base, view);
+  cs->view_shape = view.sizes();
+  {
+    NoGradGuard ng;
+    Tensor mask = zeros({base.numel()}, TensorOptions().dtype(kInt64).device(base.device()));
+    cs->in_view = gradlab::index_add(mask, 0, cs->pos, ones({view.numel()}, mask.options()))
+                      .gt(0)
+                      .reshape(base.sizes());
+  }
+  // connect reads base's old history for the edge, then makes cs its grad_fn.
+  std::vector<const Tensor*> cs_in{&base, &result};
+  std::vector<Tensor*> cs_out{&base};
+  autograd::connect(cs, cs_in, cs_out);
+  ++base.impl()->history_version;
+  auto as = std::make_shared<AsStridedBackward>();
+  as->site = site;
+  as->pos = cs->pos;
+  as->base_shape = base.sizes();
+  view.impl()->base_history_version = base.impl()->history_version;  // this view is current
+  std::vector<const Tensor*> as_in{&base};
+  std::vector<Tensor*> as_out{&view};
+  autograd::connect(as, as_in, as_out);
+}
+
 // Runs an in-place op. `direct` writes into self without autograd; `functional(old)` computes the
 // new value out of place (recorded) from the old value.
 Tensor& apply_inplace(Tensor& self, const char* op, const Site& site, const std::vector<const Tensor*>& others,
@@ -130,22 +223,21 @@ Tensor& apply_inplace(Tensor& self, const char* op, const Site& site, const std:
   }
   GRADLAB_CHECK(self.is_floating_point(), AutogradError, op, "cannot record an in-place op on a non-float tensor",
                 "a float32/float64 tensor", to_string(self.dtype()));
-  if (self.impl()->view_base) {
-    throw AutogradError(error_message(
-        op, "in-place modification of a view that takes part in autograd is not supported",
-        "a tensor that is not a view", "a view " + self.describe(),
-        "clone() the view first and write into the clone, or write under NoGradGuard"));
-  }
   Tensor old = clone(self, site);
   Tensor result = functional(old);
   {
     kern::copy(self, result.dtype() == self.dtype() ? result : kern::cast(result, self.dtype()));
   }
   self.impl()->storage->bump_version(site);
+  if (self.impl()->view_base) {
+    rebase_view_history(self, result, site);
+    return self;
+  }
   auto& meta = self.impl()->autograd;
   meta.grad_fn = result.grad_fn();
   meta.output_nr = result.output_nr();
   meta.requires_grad = result.requires_grad();
+  ++self.impl()->history_version;  // views taken before this write are stale
   return self;
 }
 
@@ -260,6 +352,9 @@ Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value, Site site)
 }
 
 Tensor& Tensor::index_put_(const Tensor& index, const Tensor& values, Site site) {
+  return index_put_(index, values, false, site);
+}
+Tensor& Tensor::index_put_(const Tensor& index, const Tensor& values, bool accumulate, Site site) {
   ops_detail::check_defined("index_put_", *this);
   ops_detail::check_defined("index_put_", index, "index");
   ops_detail::check_defined("index_put_", values, "values");
@@ -267,8 +362,13 @@ Tensor& Tensor::index_put_(const Tensor& index, const Tensor& values, Site site)
     GRADLAB_CHECK(index.sizes() == sizes(), ShapeError, "index_put_", "a bool mask must have the tensor's shape",
                   shape_str(sizes()), shape_str(index.sizes()));
     return apply_inplace(*this, "index_put_", site, {&values},
-                         [&] { kern::copy(*this, gradlab::where(index, values.detach(), this->detach())); },
-                         [&](const Tensor& old) { return gradlab::where(index, values, old, site); });
+                         [&] {
+                           Tensor old = this->detach();
+                           kern::copy(*this, gradlab::where(index, accumulate ? old + values.detach() : values.detach(), old));
+                         },
+                         [&](const Tensor& old) {
+                           return gradlab::where(index, accumulate ? gradlab::add(old, values, site) : values, old, site);
+                         });
   }
   GRADLAB_CHECK(index.dtype() == kInt64 && index.dim() == 1, ShapeError, "index_put_",
                 "index must be a bool mask or a 1-D int64 list of rows", "bool mask or int64 [K]",
@@ -277,11 +377,31 @@ Tensor& Tensor::index_put_(const Tensor& index, const Tensor& values, Site site)
   kern::check_indices(index, size(0), "index_put_");
   Shape rows = sizes();
   rows[0] = index.numel();
-  // rows_mask[r] = r appears in index; new = where(rows_mask, index_add(0, values), old)
+  // Repeated rows with accumulate=false: the last write wins (PyTorch's CPU kernel writes in
+  // order; on CUDA PyTorch leaves the winner undefined). Only the winning writes are placed, so
+  // the losing values get a zero gradient (the true derivative; PyTorch gives every duplicate
+  // grad[row]). accumulate=true adds every write, as index_put_(..., true) does in PyTorch.
+  Tensor winners;  // positions k in index that are placed
+  if (!accumulate) {
+    const std::vector<int64_t> iv = index.cpu().to_vector<int64_t>();
+    std::vector<int64_t> last(static_cast<size_t>(size(0)), -1), keep;
+    for (size_t k = 0; k < iv.size(); ++k) last[static_cast<size_t>(iv[k] < 0 ? iv[k] + size(0) : iv[k])] = static_cast<int64_t>(k);
+    for (size_t k = 0; k < iv.size(); ++k)
+      if (last[static_cast<size_t>(iv[k] < 0 ? iv[k] + size(0) : iv[k])] == static_cast<int64_t>(k)) keep.push_back(static_cast<int64_t>(k));
+    if (keep.size() != iv.size())
+      winners = from_vector(keep, {static_cast<int64_t>(keep.size())}, TensorOptions().device(device()));
+  }
+  // hit[r] = r appears in index; new = where(hit, index_add(0, values), old) (or old + added)
   auto compute = [&](const Tensor& old, const Tensor& vals, const Site& s) {
     Tensor v = vals.to(dtype()).expand(rows);
-    Tensor placed = gradlab::index_add(zeros_like(old), 0, index, v, s);
-    Tensor hit = gradlab::index_add(zeros({size(0)}, TensorOptions().dtype(kInt64).device(device())), 0, index, ones({index.numel()}, TensorOptions().dtype(kInt64).device(device()))) > 0;
+    Tensor idx = index;
+    if (winners.defined()) {
+      v = v.index_select(0, winners, s);
+      idx = index.index_select(0, winners);
+    }
+    Tensor placed = gradlab::index_add(zeros_like(old), 0, idx, v, s);
+    if (accumulate) return gradlab::add(old, placed, s);
+    Tensor hit = gradlab::index_add(zeros({size(0)}, TensorOptions().dtype(kInt64).device(device())), 0, idx, ones({idx.numel()}, TensorOptions().dtype(kInt64).device(device()))) > 0;
     Shape hs(dim(), 1);
     hs[0] = size(0);
     return gradlab::where(hit.reshape(hs), placed, old, s);
@@ -292,7 +412,7 @@ Tensor& Tensor::index_put_(const Tensor& index, const Tensor& values, Site site)
 }
 
 Tensor& Tensor::index_put_(const Tensor& index, const Scalar& value, Site site) {
-  return index_put_(index, value_like(*this, value), site);
+  return index_put_(index, value_like(*this, value), false, site);
 }
 
 }  // namespace gradlab

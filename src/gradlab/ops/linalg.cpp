@@ -12,6 +12,11 @@ void check_float(const char* op, const Tensor& a, const Tensor& b) {
   GRADLAB_CHECK(a.is_floating_point() && b.is_floating_point(), DTypeError, op,
                 "expected floating point matrices", "float32 or float64",
                 to_string(a.dtype()) + " and " + to_string(b.dtype()), "convert with .to(kFloat32)");
+  // LibTorch does not promote in matrix products ("expected scalar type Double but found Float").
+  GRADLAB_CHECK(a.dtype() == b.dtype(), DTypeError, op, "expected both operands to have the same dtype",
+                to_string(a.dtype()) + " and " + to_string(a.dtype()),
+                to_string(a.dtype()) + " and " + to_string(b.dtype()),
+                "convert one operand with .to(), e.g. b.to(a.scalar_type())");
 }
 
 }  // namespace
@@ -26,8 +31,7 @@ Tensor bmm(const Tensor& a, const Tensor& b, Site site) {
                 "batch sizes or inner dims do not match", "[B, M, K] and [B, K, N]",
                 shape_str(a.sizes()) + " and " + shape_str(b.sizes()));
   check_float("bmm", a, b);
-  const ScalarType dt = promote_types(a.dtype(), b.dtype());
-  return record<Bmm>(site, cast_to(a, dt, site), cast_to(b, dt, site));
+  return record<Bmm>(site, a, b);
 }
 
 Tensor mm(const Tensor& a, const Tensor& b, Site site) {
@@ -35,7 +39,15 @@ Tensor mm(const Tensor& a, const Tensor& b, Site site) {
   check_defined("mm", b, "b");
   GRADLAB_CHECK(a.dim() == 2 && b.dim() == 2, ShapeError, "mm", "both arguments must be matrices",
                 "2-D and 2-D", shape_str(a.sizes()) + " and " + shape_str(b.sizes()));
-  return matmul(a, b, site);
+  check_same_device("mm", a, b);
+  check_float("mm", a, b);
+  GRADLAB_CHECK(a.size(1) == b.size(0), ShapeError, "mm",
+                "mat1 and mat2 shapes cannot be multiplied (" + std::to_string(a.size(0)) + "x" +
+                    std::to_string(a.size(1)) + " and " + std::to_string(b.size(0)) + "x" +
+                    std::to_string(b.size(1)) + ")",
+                "inner dims to match: a.size(1) == b.size(0)", shape_str(a.sizes()) + " @ " + shape_str(b.sizes()),
+                "transpose one operand (b.t()) or fix the layer sizes");
+  return record<Mm>(site, a, b);
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b, Site site) {
@@ -46,6 +58,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, Site site) {
                 "tensors of rank >= 1", shape_str(a.sizes()) + " and " + shape_str(b.sizes()),
                 "multiply by a 0-d tensor with mul (*) instead");
   check_float("matmul", a, b);
+  if (a.dim() == 2 && b.dim() == 2 && a.size(1) == b.size(0)) return mm(a, b, site);
   // 1-D: a vector [K] acts as a row [1, K] on the left and a column [K, 1] on the right.
   Tensor A = a.dim() == 1 ? a.unsqueeze(0, site) : a;
   Tensor B = b.dim() == 1 ? b.unsqueeze(1, site) : b;

@@ -142,6 +142,58 @@ Tensor softplus(const Tensor& x, const SoftplusFuncOptions& o, Site site) {
   return gradlab::softplus(x, o.beta_, o.threshold_, site);
 }
 Tensor embedding(const Tensor& indices, const Tensor& weight, Site site) { return gradlab::embedding(weight, indices, site); }
+// d = input - target;  loss = 0.5 d² / β where |d| < β, else |d| - 0.5 β   (β = 0: |d|)
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction r, double beta, Site site) {
+  check_same_shape("smooth_l1_loss", input, target);
+  GRADLAB_CHECK(beta >= 0, ValueError, "smooth_l1_loss", "beta must be non-negative", ">= 0",
+                std::to_string(beta));
+  Tensor d = sub(input, target, site);
+  Tensor a = abs(d, site);
+  if (beta == 0) return reduce(a, r, site);
+  return reduce(where(lt(a, beta), mul(mul(d, d, site), 0.5 / beta, site), sub(a, 0.5 * beta, site), site), r, site);
+}
 
 }  // namespace nn::functional
+
+// ---- top-level aliases (torch::mse_loss, ...): reduction is LibTorch's int64 at::Reduction -----
+
+namespace {
+nn::functional::Reduction to_reduction(const char* op, int64_t r) {
+  GRADLAB_CHECK(r >= 0 && r <= 2, ValueError, op, "unknown reduction",
+                "0 (none), 1 (mean) or 2 (sum), as at::Reduction", std::to_string(r));
+  return r == 0 ? nn::functional::kNone : r == 1 ? nn::functional::kMean : nn::functional::kSum;
+}
+void check_no_weight(const char* op, const char* arg, const Tensor& w) {
+  GRADLAB_CHECK(!w.defined(), ValueError, op, std::string(arg) + " is not supported by gradlab",
+                "an undefined Tensor()", w.describe(),
+                "multiply the unreduced loss (reduction 0) by the weights yourself");
+}
+}  // namespace
+
+Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight, int64_t reduction,
+                int64_t ignore_index, Site site) {
+  check_no_weight("nll_loss", "weight", weight);
+  return nn::functional::nll_loss(input, target,
+                                  nn::functional::NLLLossFuncOptions()
+                                      .reduction(to_reduction("nll_loss", reduction))
+                                      .ignore_index(ignore_index),
+                                  site);
+}
+Tensor mse_loss(const Tensor& input, const Tensor& target, int64_t reduction, Site site) {
+  return nn::functional::mse_loss(input, target, to_reduction("mse_loss", reduction), site);
+}
+Tensor l1_loss(const Tensor& input, const Tensor& target, int64_t reduction, Site site) {
+  return nn::functional::l1_loss(input, target, to_reduction("l1_loss", reduction), site);
+}
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, const Tensor& weight,
+                                        const Tensor& pos_weight, int64_t reduction, Site site) {
+  const char* op = "binary_cross_entropy_with_logits";
+  check_no_weight(op, "weight", weight);
+  check_no_weight(op, "pos_weight", pos_weight);
+  return nn::functional::binary_cross_entropy_with_logits(input, target, to_reduction(op, reduction), site);
+}
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, int64_t reduction, double beta, Site site) {
+  return nn::functional::smooth_l1_loss(input, target, to_reduction("smooth_l1_loss", reduction), beta, site);
+}
+
 }  // namespace gradlab

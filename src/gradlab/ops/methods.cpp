@@ -73,6 +73,21 @@ Tensor Tensor::var(const Dims& d, int64_t c, bool k, Site site) const { return g
 Tensor Tensor::std(const Dims& d, int64_t c, bool k, Site site) const { return gradlab::std(*this, d, c, k, site); }
 Tensor Tensor::logsumexp(const Dims& d, bool k, Site site) const { return gradlab::logsumexp(*this, d, k, site); }
 Tensor Tensor::matmul(const Tensor& o, Site site) const { return gradlab::matmul(*this, o, site); }
+Tensor Tensor::sum(int64_t d, bool k, Site site) const { return gradlab::sum(*this, d, k, site); }
+Tensor Tensor::sum(ScalarType t, Site site) const { return gradlab::sum(*this, t, site); }
+Tensor Tensor::mean(int64_t d, bool k, Site site) const { return gradlab::mean(*this, d, k, site); }
+Tensor Tensor::logsumexp(int64_t d, bool k, Site site) const { return gradlab::logsumexp(*this, d, k, site); }
+Tensor Tensor::norm(const Scalar& p, Site site) const { return gradlab::norm(*this, p.to_double(), site); }
+Tensor Tensor::norm(const Scalar& p, int64_t d, bool k, Site site) const { return gradlab::norm(*this, p, d, k, site); }
+Tensor Tensor::norm(const Scalar& p, const Dims& d, bool k, Site site) const {
+  return gradlab::norm(*this, p, d, k, site);
+}
+Tensor Tensor::all() const { return gradlab::all(*this); }
+Tensor Tensor::all(int64_t d, bool k) const { return gradlab::all(*this, d, k); }
+Tensor Tensor::any() const { return gradlab::any(*this); }
+Tensor Tensor::any(int64_t d, bool k) const { return gradlab::any(*this, d, k); }
+Tensor Tensor::mm(const Tensor& o, Site site) const { return gradlab::mm(*this, o, site); }
+Tensor Tensor::bmm(const Tensor& o, Site site) const { return gradlab::bmm(*this, o, site); }
 Tensor Tensor::softmax(int64_t d, Site site) const { return gradlab::softmax(*this, d, site); }
 Tensor Tensor::log_softmax(int64_t d, Site site) const { return gradlab::log_softmax(*this, d, site); }
 Tensor Tensor::index_select(int64_t d, const Tensor& i, Site site) const { return gradlab::index_select(*this, d, i, site); }
@@ -84,5 +99,8 @@ Tensor Tensor::masked_fill(const Tensor& m, const Scalar& v, Site site) const { 
 Tensor Tensor::gt(const Scalar& o) const { return gradlab::gt(*this, o); }
 Tensor Tensor::lt(const Scalar& o) const { return gradlab::lt(*this, o); }
 Tensor Tensor::eq(const Tensor& o) const { return gradlab::eq(*this, o); }
+Tensor Tensor::eq(const Scalar& o) const { return gradlab::eq(*this, o); }
+Tensor Tensor::ne(const Tensor& o) const { return gradlab::ne(*this, o); }
+Tensor Tensor::ne(const Scalar& o) const { return gradlab::ne(*this, o); }
 
 }  // namespace gradlab

@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <tuple>
+#include <type_traits>
 
 #include "gradlab/core/factories.hpp"
 #include "gradlab/core/tensor.hpp"
@@ -82,6 +83,11 @@ Tensor sum(const Tensor& x, Site site = {});
 Tensor sum(const Tensor& x, const Dims& dims, bool keepdim = false, Site site = {});
 Tensor mean(const Tensor& x, Site site = {});
 Tensor mean(const Tensor& x, const Dims& dims, bool keepdim = false, Site site = {});
+/// One dim, as LibTorch's x.sum(1) (negative dims count from the end).
+Tensor sum(const Tensor& x, int64_t dim, bool keepdim = false, Site site = {});
+/// Sum of all elements computed in `dtype` (LibTorch's x.sum(kFloat64)).
+Tensor sum(const Tensor& x, ScalarType dtype, Site site = {});
+Tensor mean(const Tensor& x, int64_t dim, bool keepdim = false, Site site = {});
 /// Largest element (ties share the gradient equally, as in PyTorch).
 Tensor max(const Tensor& x, Site site = {});
 /// (values, indices) along one dim.
@@ -97,10 +103,40 @@ Tensor argmin(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool k
 /// Variance with Bessel's correction by default (correction = 1); empty dims = all.
 Tensor var(const Tensor& x, const Dims& dims = {}, int64_t correction = 1, bool keepdim = false, Site site = {});
 Tensor std(const Tensor& x, const Dims& dims = {}, int64_t correction = 1, bool keepdim = false, Site site = {});
+/// LibTorch's var(unbiased) / var(dim, unbiased, keepdim): unbiased = correction 1, else 0.
+/// NOTE: templates, so that a braced dim list (var(x, {1}), var(x, {0}, correction)) still picks
+/// the Dims overload: a plain `bool` overload would take {1} as unbiased = true, and a plain
+/// int64 one would make var(x, {0}, 1) ambiguous. The bool one keeps var(x, false) from
+/// reading as "dim 0".
+template <class B, std::enable_if_t<std::is_same<B, bool>::value, int> = 0>
+Tensor var(const Tensor& x, B unbiased, Site site = {}) {
+  return var(x, Dims{}, unbiased ? 1 : 0, false, site);
+}
+template <class B, std::enable_if_t<std::is_same<B, bool>::value, int> = 0>
+Tensor std(const Tensor& x, B unbiased, Site site = {}) {
+  return std(x, Dims{}, unbiased ? 1 : 0, false, site);
+}
+template <class I, std::enable_if_t<std::is_integral<I>::value && !std::is_same<I, bool>::value, int> = 0>
+Tensor var(const Tensor& x, I dim, bool unbiased = true, bool keepdim = false, Site site = {}) {
+  return var(x, Dims{static_cast<int64_t>(dim)}, unbiased ? 1 : 0, keepdim, site);
+}
+template <class I, std::enable_if_t<std::is_integral<I>::value && !std::is_same<I, bool>::value, int> = 0>
+Tensor std(const Tensor& x, I dim, bool unbiased = true, bool keepdim = false, Site site = {}) {
+  return std(x, Dims{static_cast<int64_t>(dim)}, unbiased ? 1 : 0, keepdim, site);
+}
 /// log Σ exp(x), computed stably (max subtracted first).
 Tensor logsumexp(const Tensor& x, const Dims& dims, bool keepdim = false, Site site = {});
+Tensor logsumexp(const Tensor& x, int64_t dim, bool keepdim = false, Site site = {});
 /// p-norm over all elements (p = 2 by default).
 Tensor norm(const Tensor& x, double p = 2.0, Site site = {});
+/// p-norm over `dims` (LibTorch's x.norm(2, 1)).
+Tensor norm(const Tensor& x, const Scalar& p, const Dims& dims, bool keepdim = false, Site site = {});
+Tensor norm(const Tensor& x, const Scalar& p, int64_t dim, bool keepdim = false, Site site = {});
+/// True where every / some element is nonzero (bool; over all elements, or along one dim).
+Tensor all(const Tensor& x);
+Tensor all(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor any(const Tensor& x);
+Tensor any(const Tensor& x, int64_t dim, bool keepdim = false);
 
 // ---- linear algebra ------------------------------------------------------------------------
 /// torch.matmul: 1-D dot, 2-D matrix product, batched with broadcast batch dims.
@@ -182,6 +218,9 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction =
 Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = kMean, Site site = {});
 /// Stable: max(x, 0) - x*y + log(1 + exp(-|x|)).
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, Reduction reduction = kMean, Site site = {});
+/// 0.5 d² / beta where |d| < beta, else |d| - 0.5 beta (d = input - target).
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = kMean,
+                      double beta = 1.0, Site site = {});
 Tensor softmax(const Tensor& x, int64_t dim, Site site = {});
 Tensor log_softmax(const Tensor& x, int64_t dim, Site site = {});
 Tensor relu(const Tensor& x, Site site = {});
@@ -198,5 +237,18 @@ Tensor softplus(const Tensor& x, const SoftplusFuncOptions& options = {}, Site s
 Tensor embedding(const Tensor& indices, const Tensor& weight, Site site = {});
 
 }  // namespace nn::functional
+
+// ---- losses as LibTorch's top-level functions (torch::mse_loss, ...) ---------------------------
+// `reduction` is LibTorch's int64 at::Reduction: 0 none, 1 mean (default), 2 sum. The class
+// `weight` / `pos_weight` tensors are not supported: passing a defined one throws.
+Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight = {},
+                int64_t reduction = 1, int64_t ignore_index = -100, Site site = {});
+Tensor mse_loss(const Tensor& input, const Tensor& target, int64_t reduction = 1, Site site = {});
+Tensor l1_loss(const Tensor& input, const Tensor& target, int64_t reduction = 1, Site site = {});
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
+                                        const Tensor& weight = {}, const Tensor& pos_weight = {},
+                                        int64_t reduction = 1, Site site = {});
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, int64_t reduction = 1,
+                      double beta = 1.0, Site site = {});
 
 }  // namespace gradlab

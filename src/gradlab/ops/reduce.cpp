@@ -1,4 +1,4 @@
-// Reductions. sum and amax/amin are primitives; mean, var, std, logsumexp and norm are composed.
+// Reductions. sum, mean, var, std and amax/amin are ops; logsumexp and norm are composed.
 
 #include <algorithm>
 #include <cmath>
@@ -41,11 +41,12 @@ Tensor mean(const Tensor& x, const Dims& dims, bool keepdim, Site site) {
   check_defined("mean", x);
   GRADLAB_CHECK(x.is_floating_point(), DTypeError, "mean", "mean needs a floating point input",
                 "float32 or float64", to_string(x.dtype()), "convert with .to(kFloat32)");
-  Dims d = normalize_dims("mean", x, dims);
-  int64_t n = 1;
-  for (auto k : d) n *= x.size(k);
-  return sum(x, d, keepdim, site) / static_cast<double>(n);
+  if (dims.empty() && !keepdim) return record<Mean<true>>(site, x, normalize_dims("mean", x, dims), false);
+  return record<Mean<false>>(site, x, normalize_dims("mean", x, dims), keepdim);
 }
+Tensor sum(const Tensor& x, int64_t dim, bool keepdim, Site site) { return sum(x, Dims{dim}, keepdim, site); }
+Tensor sum(const Tensor& x, ScalarType dtype, Site site) { return sum(cast_to(x, dtype, site), site); }
+Tensor mean(const Tensor& x, int64_t dim, bool keepdim, Site site) { return mean(x, Dims{dim}, keepdim, site); }
 Tensor amax(const Tensor& x, const Dims& dims, bool keepdim, Site site) {
   check_defined("amax", x);
   return record<AmaxAmin<true>>(site, x, normalize_dims("amax", x, dims), keepdim);
@@ -78,16 +79,14 @@ Tensor argmin(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
 }
 Tensor var(const Tensor& x, const Dims& dims, int64_t correction, bool keepdim, Site site) {
   check_defined("var", x);
-  Tensor xf = float_or_self(x, site);
-  Dims d = normalize_dims("var", x, dims);
-  int64_t n = 1;
-  for (auto k : d) n *= x.size(k);
-  // var = Σ (x - mean)² / (n - correction)
-  Tensor centered = xf - mean(xf, d, /*keepdim=*/true, site);
-  return sum(centered * centered, d, keepdim, site) / static_cast<double>(std::max<int64_t>(n - correction, 0));
+  return record<VarStd<false>>(site, float_or_self(x, site), normalize_dims("var", x, dims), correction, keepdim);
 }
 Tensor std(const Tensor& x, const Dims& dims, int64_t correction, bool keepdim, Site site) {
-  return sqrt(var(x, dims, correction, keepdim, site), site);
+  check_defined("std", x);
+  return record<VarStd<true>>(site, float_or_self(x, site), normalize_dims("std", x, dims), correction, keepdim);
+}
+Tensor logsumexp(const Tensor& x, int64_t dim, bool keepdim, Site site) {
+  return logsumexp(x, Dims{dim}, keepdim, site);
 }
 Tensor logsumexp(const Tensor& x, const Dims& dims, bool keepdim, Site site) {
   check_defined("logsumexp", x);
@@ -111,6 +110,37 @@ Tensor norm(const Tensor& x, double p, Site site) {
   if (p == 1.0) return sum(abs(xf, site), site);
   if (std::isinf(p)) return p > 0 ? amax(abs(xf, site), {}, false, site) : amin(abs(xf, site), {}, false, site);
   return pow(sum(pow(abs(xf, site), p, site), site), 1.0 / p, site);
+}
+Tensor norm(const Tensor& x, const Scalar& p, const Dims& dims, bool keepdim, Site site) {
+  check_defined("norm", x);
+  Tensor xf = float_or_self(x, site);
+  const double q = p.to_double();
+  const Dims d = normalize_dims("norm", x, dims);
+  if (q == 2.0) return sqrt(sum(xf * xf, d, keepdim, site), site);
+  if (q == 1.0) return sum(abs(xf, site), d, keepdim, site);
+  if (std::isinf(q)) return q > 0 ? amax(abs(xf, site), d, keepdim, site) : amin(abs(xf, site), d, keepdim, site);
+  return pow(sum(pow(abs(xf, site), q, site), d, keepdim, site), 1.0 / q, site);
+}
+Tensor norm(const Tensor& x, const Scalar& p, int64_t dim, bool keepdim, Site site) {
+  return norm(x, p, Dims{dim}, keepdim, site);
+}
+// all / any: bool results (LibTorch's for a bool input; any dtype here reads "nonzero").
+Tensor all(const Tensor& x) {
+  check_defined("all", x);
+  return eq(sum(ne(x, 0)), x.numel());
+}
+Tensor all(const Tensor& x, int64_t dim, bool keepdim) {
+  check_defined("all", x);
+  const int64_t d = x.dim() == 0 ? 0 : wrap_dim(dim, x.dim(), "all");
+  return eq(sum(ne(x, 0), Dims{d}, keepdim), x.dim() == 0 ? 1 : x.size(d));
+}
+Tensor any(const Tensor& x) {
+  check_defined("any", x);
+  return gt(sum(ne(x, 0)), 0);
+}
+Tensor any(const Tensor& x, int64_t dim, bool keepdim) {
+  check_defined("any", x);
+  return gt(sum(ne(x, 0), Dims{x.dim() == 0 ? 0 : wrap_dim(dim, x.dim(), "any")}, keepdim), 0);
 }
 
 }  // namespace gradlab

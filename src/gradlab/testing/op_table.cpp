@@ -380,6 +380,8 @@ const std::map<std::string, std::string>& op_table_exemptions() {
       {"isnan", "predicate: bool result"},
       {"argmax", "int64 result"},
       {"argmin", "int64 result"},
+      {"all", "reduction to bool: no gradient"},
+      {"any", "reduction to bool: no gradient"},
       {"detach", "cuts the graph: no gradient by design"},
       {"detach_", "cuts the graph: no gradient by design"},
       {"requires_grad_", "sets a flag"},

@@ -1,9 +1,12 @@
 #pragma once
-// The reduction op structs (internal: the public functions are in ops/ops.hpp): sum and
-// amax/amin are primitives; mean, var, std, logsumexp and norm are composed in reduce.cpp.
+// The reduction op structs (internal: the public functions are in ops/ops.hpp): sum, mean,
+// var, std and amax/amin are ops (named as PyTorch names their nodes); logsumexp and norm are
+// composed in reduce.cpp.
 //
 // Internal, but named (not in an anonymous namespace): the checks reach a struct's saved members
 // to override its backward (testing/mutants.hpp), and the benches time the real nodes.
+
+#include <algorithm>
 
 #include "gradlab/ops/common.hpp"
 
@@ -32,6 +35,69 @@ struct Sum : Op<Sum<Full>> {
     return kern::reduce(kern::Reduce::Sum, x, d, k);
   }
   GradList backward(const GradList& g) { return {keep_reduced(g[0], in_shape, dims, keepdim).expand(in_shape)}; }
+};
+
+// y = Σ_dims x / n     dx = dy / n broadcast back to x.shape      (n = reduced element count)
+// (PyTorch's names: MeanBackward0 for a full x.mean(), MeanBackward1 over dims)
+template <bool Full>
+struct Mean : Op<Mean<Full>> {
+  static constexpr const char* kName = Full ? "MeanBackward0" : "MeanBackward1";
+  Shape in_shape;
+  Dims dims;
+  bool keepdim = false;
+  double n = 1;
+  Tensor forward(const Tensor& x, const Dims& d, bool k) {
+    in_shape = x.sizes();
+    dims = d;
+    keepdim = k;
+    n = 1;
+    for (auto j : d) n *= static_cast<double>(x.size(j));
+    Tensor y = kern::reduce(kern::Reduce::Sum, x, d, k);
+    kern::binary_(kern::Binary::Div, y, scalar_tensor(n, dtype(y.dtype()).device(y.device())));
+    return y;
+  }
+  GradList backward(const GradList& g) {
+    return {keep_reduced(g[0], in_shape, dims, keepdim).expand(in_shape) / n};
+  }
+};
+
+// v = Σ_dims (x - x̄)² / (n - c)            dx = dv * 2 (x - x̄) / (n - c)
+// s = √v  (Std)                            dx = ds / (2 s) * 2 (x - x̄) / (n - c), and 0 where s = 0
+// NOTE: at s = 0 (a constant x) the chain rule gives 0 * inf = NaN; PyTorch's std_backward masks
+// it to 0 (x - x̄ is 0 there too, so 0 is the limit along every direction that keeps x constant).
+template <bool IsStd>
+struct VarStd : Op<VarStd<IsStd>> {
+  static constexpr const char* kName = IsStd ? "StdBackward0" : "VarBackward0";
+  SavedTensor x_, y_;
+  Dims dims;
+  bool keepdim = false;
+  double denom = 1;
+  Tensor forward(const Tensor& x, const Dims& d, int64_t correction, bool k) {
+    dims = d;
+    keepdim = k;
+    double n = 1;
+    for (auto j : d) n *= static_cast<double>(x.size(j));
+    denom = std::max(n - static_cast<double>(correction), 0.0);
+    // forward with the kernels (grad mode is off here): Σ (x - mean)² / (n - c)
+    Tensor m = kern::reduce(kern::Reduce::Sum, x, d, true);
+    kern::binary_(kern::Binary::Div, m, scalar_tensor(n, dtype(m.dtype()).device(m.device())));
+    Tensor c = x - m;
+    Tensor y = kern::reduce(kern::Reduce::Sum, c * c, d, k);
+    kern::binary_(kern::Binary::Div, y, scalar_tensor(denom, dtype(y.dtype()).device(y.device())));
+    if (IsStd) y = kern::unary(kern::Unary::Sqrt, y);
+    this->save(x_, x);
+    if (IsStd) this->save(y_, y, kOutput);
+    return y;
+  }
+  GradList backward(const GradList& g) {
+    Tensor x = x_.unpack();
+    Tensor dv = keep_reduced(g[0], x.sizes(), dims, keepdim);
+    if (IsStd) {
+      Tensor s = keep_reduced(y_.unpack(), x.sizes(), dims, keepdim);
+      dv = (dv / (s * 2.0)).masked_fill(eq(s, 0.0), 0.0);
+    }
+    return {dv * (x - mean(x, dims, /*keepdim=*/true)) * (2.0 / denom)};
+  }
 };
 
 // y = max_dims x      dx = dy * (x == y) / (number of ties)     (amin likewise)

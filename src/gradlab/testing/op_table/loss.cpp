@@ -186,6 +186,7 @@ OpSpec pair_loss(std::string name, Domain dx, PairLoss fn, double (*elem)(double
 
 Tensor mse(const Tensor& x, const Tensor& y, Reduction r) { return F::mse_loss(x, y, r); }
 Tensor l1(const Tensor& x, const Tensor& y, Reduction r) { return F::l1_loss(x, y, r); }
+Tensor smooth_l1(const Tensor& x, const Tensor& y, Reduction r) { return F::smooth_l1_loss(x, y, r); }
 Tensor bce_logits(const Tensor& x, const Tensor& y, Reduction r) {
   return F::binary_cross_entropy_with_logits(x, y, r);
 }
@@ -242,6 +243,13 @@ void add_loss_rows(std::vector<OpSpec>& t) {
       "mse_loss", Domain::any(), mse, [](double a, double b) { return (a - b) * (a - b); }, false));
   t.push_back(pair_loss(
       "l1_loss", Domain::any(), l1, [](double a, double b) { return std::abs(a - b); }, true));
+  t.push_back(pair_loss(
+      "smooth_l1_loss", Domain::any(), smooth_l1,
+      [](double a, double b) {  // beta = 1
+        const double d = std::abs(a - b);
+        return d < 1 ? 0.5 * d * d : d - 0.5;
+      },
+      false));
   t.push_back(pair_loss(
       "binary_cross_entropy_with_logits", Domain::any(-4, 4), bce_logits,
       [](double x, double y) {

@@ -1,0 +1,17 @@
+# checks/compat extras: the LibTorch half of the compatibility corpus and the gradlab_torch
+# harness checks, built when LibTorch is found (cmake/GradlabLibTorch.cmake). gradlab itself never
+# links LibTorch; only these check programs and gradlab_torch do.
+
+target_compile_definitions(check_compat PRIVATE GRADLAB_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+
+if(GRADLAB_HAVE_LIBTORCH)
+  add_executable(corpus_torch compat/corpus_torch.cpp)
+  target_include_directories(corpus_torch PRIVATE "${CMAKE_CURRENT_SOURCE_DIR}")
+  target_link_libraries(corpus_torch PRIVATE ${TORCH_LIBRARIES})
+  target_compile_options(corpus_torch PRIVATE ${GRADLAB_TORCH_FLAGS})
+  add_test(NAME compat.corpus_torch COMMAND corpus_torch)
+  set_tests_properties(compat.corpus_torch PROPERTIES LABELS unit)
+  add_executable(harness_torch compat/harness_torch.cpp)
+  target_link_libraries(harness_torch PRIVATE gradlab_torch gradlab_warnings GTest::gtest_main)
+  gradlab_discover(harness_torch unit)
+endif()
