@@ -171,15 +171,22 @@ std::vector<std::string> all_rows() {
   return r;
 }
 
+// One test per row (both half types: a test process costs more than its cases). The quick run
+// (30 cases per type) is part of the normal suite; HalfParitySlow runs 300 (ctest label slow).
 class HalfParity : public ::testing::TestWithParam<std::string> {};
-TEST_P(HalfParity, Float16VsFloat32) {
+TEST_P(HalfParity, Float16AndBFloat16VsFloat32) {
   const OpSpec& spec = op_spec(GetParam());
   check_property([&] { half_parity_property(spec, kFloat16); }, 30);
-}
-TEST_P(HalfParity, BFloat16VsFloat32) {
-  const OpSpec& spec = op_spec(GetParam());
   check_property([&] { half_parity_property(spec, kBFloat16); }, 30);
 }
 INSTANTIATE_TEST_SUITE_P(OpTable, HalfParity, ::testing::ValuesIn(all_rows()), row_param_name);
+
+class HalfParitySlow : public ::testing::TestWithParam<std::string> {};
+TEST_P(HalfParitySlow, Float16AndBFloat16VsFloat32) {
+  const OpSpec& spec = op_spec(GetParam());
+  check_property([&] { half_parity_property(spec, kFloat16); }, 300);
+  check_property([&] { half_parity_property(spec, kBFloat16); }, 300);
+}
+INSTANTIATE_TEST_SUITE_P(OpTable, HalfParitySlow, ::testing::ValuesIn(all_rows()), row_param_name);
 
 }  // namespace
