@@ -363,8 +363,12 @@ TEST(HalfStorage, TensorsConvertToHalfTypesIdenticallyOnCpuAndCuda) {
     EXPECT_LE(((back - x).abs() / x.abs().clamp(1e-3, std::nullopt)).max().item<double>(), tol);
     EXPECT_EQ(on_cuda.cpu().dtype(), h);  // half storage moves between devices as is
   }
-  // compute ops say half types are storage only
-  EXPECT_THROW((void)x.to(kFloat16).exp(), DTypeError);
+  // half compute: the CUDA path (the emulator here) gives the CPU's bits
+  for (ScalarType h : {kFloat16, kBFloat16}) {
+    Tensor s = (x / 1000.0).to(h);
+    EXPECT_TRUE(equal(s.exp().to(kFloat32), s.cuda().exp().cpu().to(kFloat32))) << to_string(h);
+    EXPECT_EQ(s.cuda().exp().dtype(), h);
+  }
 }
 
 // ---- kernel indexing --------------------------------------------------------------------------

@@ -115,8 +115,8 @@ TEST(DTypeErrors, NameTheOpAndTheDtypes) {
   EXPECT_THROW_MSG(-tensor({true}), DTypeError, "neg:", "bool");
   EXPECT_THROW_MSG(tensor({1, 2}).div_(2), DTypeError, "div_:", "int64");
   EXPECT_THROW_MSG(tensor({1, 2}).add_(0.5), DTypeError, "add_:", "float32", "int64");
-  // float16 is a storage type: it can be made and moved, not computed on
-  EXPECT_THROW_MSG(exp(zeros({2}, kFloat16)), DTypeError, "float16", "float32");
+  // matrices must be floating point (float16 / bfloat16 compute too, through float32)
+  EXPECT_THROW_MSG(matmul(tensor({1, 2}), tensor({1, 2})), DTypeError, "matmul:", "int64");
 }
 
 TEST(ValueErrors, BadArguments) {

@@ -1,7 +1,9 @@
 #pragma once
 // gradlab: a readable autograd engine whose API mirrors LibTorch. The one header users include.
 
+#include "gradlab/amp/amp.hpp"
 #include "gradlab/autograd/anomaly.hpp"
+#include "gradlab/autograd/checkpoint.hpp"
 #include "gradlab/autograd/engine.hpp"
 #include "gradlab/autograd/function.hpp"
 #include "gradlab/autograd/grad_mode.hpp"

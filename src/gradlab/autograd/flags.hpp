@@ -1,7 +1,11 @@
 #pragma once
 // The autograd switches, in one place: grad mode (thread-local, as in PyTorch), anomaly mode
 // (process-wide, torch.autograd.set_detect_anomaly) and whether this thread is inside a node's
-// backward. The scoped guards live in grad_mode.hpp and anomaly.hpp.
+// backward; and the autocast state (thread-local, torch.autocast), which the ops read here, below
+// them. The scoped guards live in grad_mode.hpp, anomaly.hpp and amp/autocast.hpp.
+
+#include "gradlab/core/device.hpp"
+#include "gradlab/core/dtype.hpp"
 
 namespace gradlab {
 
@@ -9,6 +13,16 @@ namespace gradlab {
 struct GradMode {
   static bool is_enabled();
   static void set_enabled(bool enabled);
+};
+
+/// Thread-local autocast state, one slot per device type (torch.is_autocast_enabled and friends).
+/// Set through amp::autocast; read by the ops that autocast (ops/common.hpp).
+struct AutocastMode {
+  /// Is autocast on for tensors of this device type (cpu or cuda) on this thread?
+  static bool is_enabled(DeviceType type);
+  /// The lower-precision dtype for that device type (defaults: cpu bfloat16, cuda float16).
+  static ScalarType dtype(DeviceType type);
+  static void set(DeviceType type, bool enabled, ScalarType dtype);
 };
 
 }  // namespace gradlab

@@ -23,6 +23,19 @@ decltype(auto) on_cuda(F&& f) {
                 "none", "do not switch the emulator off while CUDA tensors are alive");
   return f.template operator()<gpu::HostExec>();
 }
+
+// ---- float16 / bfloat16 ------------------------------------------------------------------------
+// The kernels compute in float32 and float64. A half tensor is widened to float32, the float32
+// kernel runs, and a float result is rounded back to the half type (one rounding per op, as
+// PyTorch's CPU kernels do through their float "opmath" type). So reductions accumulate in
+// float32 and the CPU's matmul / conv (im2col + GEMM) run on float32 BLAS; CUDA matmuls on a GPU
+// go to cublasGemmEx instead (half operands, float32 accumulation).
+// NOTE: the widened copies are temporaries: they count toward peak memory while the op runs, but
+// what an op returns (and what autograd saves) stays in the half type.
+bool is_low(const Tensor& t) { return t.defined() && (t.dtype() == kFloat16 || t.dtype() == kBFloat16); }
+Tensor wide(const Tensor& t) { return is_low(t) ? cast(t, kFloat32) : t; }
+// A float32 result back in `dt` (bool and int64 results, e.g. comparisons, stay as they are).
+Tensor narrow(const Tensor& t, ScalarType dt) { return t.defined() && t.dtype() == kFloat32 ? cast(t, dt) : t; }
 }  // namespace
 
 #define GRADLAB_ON(dev_tensor, FAMILY, CALL)                                      \
@@ -32,11 +45,27 @@ decltype(auto) on_cuda(F&& f) {
     return cpu::CALL;                                                             \
   } while (0)
 
-Tensor unary(Unary op, const Tensor& x, double p0, double p1) { GRADLAB_ON(x, Elementwise, unary(op, x, p0, p1)); }
-Tensor binary(Binary op, const Tensor& a, const Tensor& b) { GRADLAB_ON(a, Elementwise, binary(op, a, b)); }
-void binary_(Binary op, Tensor& out, const Tensor& b) { GRADLAB_ON(out, Elementwise, binary_(op, out, b)); }
+Tensor unary(Unary op, const Tensor& x, double p0, double p1) {
+  if (is_low(x)) return narrow(unary(op, wide(x), p0, p1), x.dtype());
+  GRADLAB_ON(x, Elementwise, unary(op, x, p0, p1));
+}
+Tensor binary(Binary op, const Tensor& a, const Tensor& b) {
+  if (is_low(a)) return narrow(binary(op, wide(a), wide(b)), a.dtype());
+  GRADLAB_ON(a, Elementwise, binary(op, a, b));
+}
+void binary_(Binary op, Tensor& out, const Tensor& b) {
+  if (is_low(out)) {
+    Tensor w = wide(out);
+    binary_(op, w, wide(b));
+    return copy(out, w);
+  }
+  GRADLAB_ON(out, Elementwise, binary_(op, out, b));
+}
 void fill(const Tensor& dst, const Scalar& v) { GRADLAB_ON(dst, Elementwise, fill(dst, v)); }
-Tensor where(const Tensor& c, const Tensor& a, const Tensor& b) { GRADLAB_ON(a, Elementwise, where(c, a, b)); }
+Tensor where(const Tensor& c, const Tensor& a, const Tensor& b) {
+  if (is_low(a)) return narrow(where(c, wide(a), wide(b)), a.dtype());
+  GRADLAB_ON(a, Elementwise, where(c, a, b));
+}
 
 void copy(const Tensor& dst, const Tensor& src) {
   if (dst.device() == src.device()) GRADLAB_ON(dst, Elementwise, copy(dst, src));
@@ -69,15 +98,32 @@ Tensor cast(const Tensor& x, ScalarType dtype) {
 }
 
 Tensor reduce(Reduce op, const Tensor& x, const Dims& dims, bool keepdim) {
+  if (is_low(x)) return narrow(reduce(op, wide(x), dims, keepdim), x.dtype());  // accumulates in float32
   GRADLAB_ON(x, Reductions, reduce(op, x, dims, keepdim));
 }
 std::pair<Tensor, Tensor> reduce_index(Reduce op, const Tensor& x, int64_t dim, bool keepdim) {
+  if (is_low(x)) {
+    auto [v, i] = reduce_index(op, wide(x), dim, keepdim);
+    return {narrow(v, x.dtype()), i};
+  }
   GRADLAB_ON(x, Reductions, reduce_index(op, x, dim, keepdim));
 }
-Tensor sum_rows(const Tensor& x) { GRADLAB_ON(x, Reductions, sum_rows(x)); }
+Tensor sum_rows(const Tensor& x) {
+  if (is_low(x)) return narrow(sum_rows(wide(x)), x.dtype());
+  GRADLAB_ON(x, Reductions, sum_rows(x));
+}
 
-Tensor bmm(const Tensor& a, const Tensor& b) { GRADLAB_ON(a, Blas, bmm(a, b)); }
+Tensor bmm(const Tensor& a, const Tensor& b) {
+#if GRADLAB_HAVE_CUDA
+  // On a GPU, half operands go to cublasGemmEx as they are (float32 accumulation in cuBLAS).
+  if (is_low(a) && a.is_cuda() && cuda_rt::backend() == cuda_rt::Backend::Device)
+    return gpu::Blas<gpu::DeviceExec>::bmm(a, b);
+#endif
+  if (is_low(a)) return narrow(bmm(wide(a), wide(b)), a.dtype());
+  GRADLAB_ON(a, Blas, bmm(a, b));
+}
 Tensor mm(const Tensor& a, const Tensor& b) {
+  if (is_low(a) && !a.is_cuda()) return narrow(cpu::mm(wide(a), wide(b)), a.dtype());
   if (!a.is_cuda()) return cpu::mm(a, b);
   // [M, K] @ [K, N] as a batch of one (views, no copy)
   Tensor a3 = make_view(a, {1, a.size(0), a.size(1)}, {0, a.stride(0), a.stride(1)}, a.impl()->offset);
@@ -90,35 +136,66 @@ Tensor mm(const Tensor& a, const Tensor& b) {
   return r;
 }
 
-Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) { GRADLAB_ON(x, Indexing, gather(x, dim, index)); }
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
+  if (is_low(x)) return narrow(gather(wide(x), dim, index), x.dtype());
+  GRADLAB_ON(x, Indexing, gather(x, dim, index));
+}
 Tensor scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  if (is_low(self)) return narrow(scatter_add(wide(self), dim, index, wide(src)), self.dtype());
   GRADLAB_ON(self, Indexing, scatter_add(self, dim, index, src));
 }
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
+  if (is_low(x)) return narrow(index_select(wide(x), dim, index), x.dtype());
   GRADLAB_ON(x, Indexing, index_select(x, dim, index));
 }
 Tensor index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  if (is_low(self)) return narrow(index_add(wide(self), dim, index, wide(src)), self.dtype());
   GRADLAB_ON(self, Indexing, index_add(self, dim, index, src));
 }
 void check_indices(const Tensor& index, int64_t size, const char* op) {
   GRADLAB_ON(index, Indexing, check_indices(index, size, op));
 }
 
-Tensor im2col(const Tensor& x, const Window2d& w) { GRADLAB_ON(x, NN, im2col(x, w)); }
+Tensor im2col(const Tensor& x, const Window2d& w) {
+  if (is_low(x)) return narrow(kern::im2col(wide(x), w), x.dtype());
+  GRADLAB_ON(x, NN, im2col(x, w));
+}
 Tensor col2im(const Tensor& cols, int64_t C, int64_t H, int64_t W, const Window2d& w) {
+  if (is_low(cols)) return narrow(kern::col2im(wide(cols), C, H, W, w), cols.dtype());
   GRADLAB_ON(cols, NN, col2im(cols, C, H, W, w));
 }
-std::pair<Tensor, Tensor> max_pool2d(const Tensor& x, const Window2d& w) { GRADLAB_ON(x, NN, max_pool2d(x, w)); }
-void add_bias_rows_(Tensor& out, const Tensor& bias) { GRADLAB_ON(out, NN, add_bias_rows_(out, bias)); }
+std::pair<Tensor, Tensor> max_pool2d(const Tensor& x, const Window2d& w) {
+  if (is_low(x)) {
+    auto [v, i] = kern::max_pool2d(wide(x), w);
+    return {narrow(v, x.dtype()), i};
+  }
+  GRADLAB_ON(x, NN, max_pool2d(x, w));
+}
+void add_bias_rows_(Tensor& out, const Tensor& bias) {
+  if (is_low(out)) {
+    Tensor w = wide(out);
+    add_bias_rows_(w, wide(bias));
+    return copy(out, w);
+  }
+  GRADLAB_ON(out, NN, add_bias_rows_(out, bias));
+}
 Tensor threshold_backward(const Tensor& grad, const Tensor& y, double threshold) {
+  if (is_low(grad)) return narrow(threshold_backward(wide(grad), wide(y), threshold), grad.dtype());
   GRADLAB_ON(grad, NN, threshold_backward(grad, y, threshold));
 }
 CrossEntropyForward cross_entropy_forward(const Tensor& logits, const Tensor& target, int64_t ignore_index,
                                           double smoothing) {
+  if (is_low(logits)) {  // logsumexp in float32; the per-row losses rounded once
+    CrossEntropyForward r = cross_entropy_forward(wide(logits), target, ignore_index, smoothing);
+    return {narrow(r.loss, logits.dtype()), narrow(r.lse, logits.dtype()), r.valid};
+  }
   GRADLAB_ON(logits, NN, cross_entropy_forward(logits, target, ignore_index, smoothing));
 }
 Tensor cross_entropy_backward(const Tensor& logits, const Tensor& lse, const Tensor& target, int64_t ignore_index,
                               double smoothing, const Tensor& row_scale) {
+  if (is_low(logits))
+    return narrow(cross_entropy_backward(wide(logits), wide(lse), target, ignore_index, smoothing, wide(row_scale)),
+                  logits.dtype());
   GRADLAB_ON(logits, NN, cross_entropy_backward(logits, lse, target, ignore_index, smoothing, row_scale));
 }
 

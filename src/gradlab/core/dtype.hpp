@@ -1,6 +1,6 @@
 #pragma once
 // Element types. float32/float64 carry gradients; int64 (labels, indices) and bool (masks) never do.
-// float16/bfloat16 have a name and a size so storage can hold them later; no CPU op computes on them.
+// float16/bfloat16 are stored as such; ops compute on them through float32 (backend/kernels.cpp).
 
 #include <cstdint>
 #include <string>
@@ -28,7 +28,7 @@ std::size_t element_size(ScalarType t);
 std::string to_string(ScalarType t);
 /// float32, float64, float16, bfloat16.
 bool is_floating_point(ScalarType t);
-/// float32 or float64: the dtypes CPU kernels compute in.
+/// float32 or float64: the dtypes the kernels compute in (half types are widened to float32).
 bool is_computable_float(ScalarType t);
 /// PyTorch's promotion of two tensor dtypes: bool < int64 < floating; among floats the wider wins.
 ScalarType promote_types(ScalarType a, ScalarType b);

@@ -49,9 +49,13 @@ Tensor to_device(const Tensor& host, const TensorOptions& o) {
 template <class F>
 Tensor generate(const Shape& shape, const TensorOptions& o, const char* op, F&& next) {
   check_device_available(o.device(), op);
-  GRADLAB_CHECK(o.dtype() != kFloat16 && o.dtype() != kBFloat16, DTypeError, op,
-                "half types are storage types here", "float32, float64, int64 or bool", to_string(o.dtype()),
-                "make the tensor in float32, then convert with .to(kFloat16) / .to(kBFloat16)");
+  if (o.dtype() == kFloat16 || o.dtype() == kBFloat16) {
+    // Drawn in float32 and rounded once: the same numbers as randn(...).to(kHalf) for a seed.
+    Tensor f = generate(shape, TensorOptions(o).dtype(kFloat32).requires_grad(false), op, next);
+    Tensor t = make_tensor(shape, o.dtype(), f.device());
+    dispatch::core_kernels(op).copy(t, f);
+    return finish(t, o, op);
+  }
   Tensor t = alloc(shape, on_host(o), op);
   visit_storage_dtype(t.dtype(), [&]<class T>() {
     if constexpr (!kHalfType<T>) {

@@ -1,7 +1,8 @@
 #pragma once
 // float16 / bfloat16 storage: the 16-bit element types and their bit-exact conversions to and from
 // float (round to nearest even), written once for the host and the device, so the CPU kernels and
-// the CUDA kernels produce identical bits. Half values are converted, never computed on.
+// the CUDA kernels produce identical bits. Kernels never compute on half values directly: they
+// widen them to float32 and round the result back (backend/kernels.cpp).
 
 #include <cstdint>
 #include <cstring>

@@ -1,6 +1,7 @@
 #include "gradlab/core/storage.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <mutex>
 #include <new>
@@ -23,28 +24,84 @@ constexpr std::size_t kMaxCached = std::size_t{256} << 20;
 struct Pool {
   std::mutex mu;
   std::multimap<std::size_t, void*> free_blocks;
-  std::size_t cached = 0, allocated = 0, peak = 0;
+  std::size_t cached = 0, allocated = 0, peak = 0, limit = 0;
+  memory::Stats st;  // the counters summary() prints (allocated / cached / peak live above)
 };
 Pool& pool() {
   static Pool* p = new Pool;  // never destroyed: storages may be freed during static destruction
   return *p;
 }
 
-void* take(std::size_t nbytes) {
+// Under p.mu. Hands every cached block to `out` (freed by the caller, outside the lock).
+void drain_cache(Pool& p, std::multimap<std::size_t, void*>& out) {
+  out.merge(p.free_blocks);
+  p.free_blocks.clear();
+  p.cached = 0;
+}
+
+// Counts an allocation of nbytes and returns a cached block of that size, or nullptr (the caller
+// then asks the system). Throws OutOfMemoryError when a limit is set and would be passed.
+void* take(std::size_t nbytes, const char* op) {
   Pool& p = pool();
-  std::lock_guard<std::mutex> lock(p.mu);
-  p.allocated += nbytes;
-  p.peak = std::max(p.peak, p.allocated);
-  if (nbytes >= kMinCached) {
-    auto it = p.free_blocks.find(nbytes);
-    if (it != p.free_blocks.end()) {
-      void* block = it->second;
-      p.free_blocks.erase(it);
-      p.cached -= nbytes;
-      return block;
+  std::multimap<std::size_t, void*> released;
+  std::string oom;  // the message, thrown once the lock is released
+  void* block = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(p.mu);
+    if (nbytes >= kMinCached) {
+      auto it = p.free_blocks.find(nbytes);
+      if (it != p.free_blocks.end()) {  // a reused block: reserved bytes do not change
+        block = it->second;
+        p.free_blocks.erase(it);
+        p.cached -= nbytes;
+        ++p.st.cache_hits;
+      }
+    }
+    // NOTE: the limit bounds reserved = allocated + cached. Past it, the cache goes back to the
+    // system first (as the CUDA allocator does on a failed cudaMalloc), then the live bytes decide.
+    if (!block && p.limit != 0 && p.allocated + p.cached + nbytes > p.limit) {
+      drain_cache(p, released);
+      if (p.allocated + nbytes > p.limit) {
+        ++p.st.ooms;
+        std::size_t freed = 0;
+        for (auto& [n, b] : released) freed += n;
+        using memory::format_bytes;
+        auto exact = [](std::size_t n) { return format_bytes(n) + " (" + std::to_string(n) + " bytes)"; };
+        oom = error_message(
+            op,
+            "out of memory on cpu while allocating " + exact(nbytes) + " under memory::set_limit(" +
+                exact(p.limit) + ")",
+            "requested + allocated <= limit",
+            "requested " + exact(nbytes) + ", allocated " + exact(p.allocated) + " in live tensors (peak " +
+                format_bytes(p.peak) + "), cached " + exact(freed) + " (given back to the system first), limit " +
+                exact(p.limit),
+            memory::out_of_memory_hint() + "; memory::summary() shows where the bytes are");
+      }
+    }
+    if (oom.empty()) {
+      p.allocated += nbytes;
+      p.peak = std::max(p.peak, p.allocated);
+      p.st.allocated_total += nbytes;
+      ++p.st.allocations;
+      ++p.st.allocations_total;
+      p.st.allocations_peak = std::max(p.st.allocations_peak, p.st.allocations);
+      p.st.reserved_peak = std::max(p.st.reserved_peak, p.allocated + p.cached);
     }
   }
-  return nullptr;
+  for (auto& [n, b] : released) ::operator delete(b, kAlign);
+  if (!oom.empty()) throw OutOfMemoryError(oom);
+  return block;
+}
+
+// Undoes take()'s counting when the system has no memory either.
+void untake(std::size_t nbytes) {
+  std::lock_guard<std::mutex> lock(pool().mu);
+  Pool& p = pool();
+  p.allocated -= nbytes;
+  p.st.allocated_total -= nbytes;
+  --p.st.allocations;
+  --p.st.allocations_total;
+  ++p.st.ooms;
 }
 
 void give_back(void* block, std::size_t nbytes) {
@@ -52,7 +109,12 @@ void give_back(void* block, std::size_t nbytes) {
   {
     std::lock_guard<std::mutex> lock(p.mu);
     p.allocated -= nbytes;
-    if (nbytes >= kMinCached && p.cached + nbytes <= kMaxCached) {
+    p.st.freed_total += nbytes;
+    --p.st.allocations;
+    ++p.st.frees_total;
+    // Under a limit the cache never pushes reserved bytes past it.
+    const bool room = p.cached + nbytes <= kMaxCached && (p.limit == 0 || p.allocated + p.cached + nbytes <= p.limit);
+    if (nbytes >= kMinCached && room) {
       p.free_blocks.emplace(nbytes, block);
       p.cached += nbytes;
       return;
@@ -73,20 +135,170 @@ std::size_t max_allocated() {
 }
 void reset_peak() {
   std::lock_guard<std::mutex> lock(pool().mu);
-  pool().peak = pool().allocated;
+  Pool& p = pool();
+  p.peak = p.allocated;
+  p.st.allocations_peak = p.st.allocations;
+  p.st.reserved_peak = p.allocated + p.cached;
 }
 std::size_t cached() {
   std::lock_guard<std::mutex> lock(pool().mu);
   return pool().cached;
 }
+std::size_t reserved() {
+  std::lock_guard<std::mutex> lock(pool().mu);
+  return pool().allocated + pool().cached;
+}
 void empty_cache() {
   std::multimap<std::size_t, void*> blocks;
   {
     std::lock_guard<std::mutex> lock(pool().mu);
-    blocks.swap(pool().free_blocks);
-    pool().cached = 0;
+    drain_cache(pool(), blocks);
   }
   for (auto& [n, b] : blocks) ::operator delete(b, kAlign);
+}
+
+void set_limit(std::size_t bytes) {
+  GRADLAB_CHECK(bytes > 0, ValueError, "memory::set_limit", "the limit must be positive", "bytes > 0", "0",
+                "call memory::clear_limit() to remove the limit");
+  {
+    std::lock_guard<std::mutex> lock(pool().mu);
+    pool().limit = bytes;
+  }
+  empty_cache();  // cached blocks would count against the new limit
+}
+void clear_limit() {
+  std::lock_guard<std::mutex> lock(pool().mu);
+  pool().limit = 0;
+}
+std::size_t limit() {
+  std::lock_guard<std::mutex> lock(pool().mu);
+  return pool().limit;
+}
+
+Stats stats() {
+  std::lock_guard<std::mutex> lock(pool().mu);
+  const Pool& p = pool();
+  Stats s = p.st;
+  s.allocated = p.allocated;
+  s.allocated_peak = p.peak;
+  s.cached = p.cached;
+  s.reserved = p.allocated + p.cached;
+  s.limit = p.limit;
+  return s;
+}
+
+std::string format_bytes(std::size_t n) {
+  char buf[64];
+  const double d = static_cast<double>(n);
+  if (n >= (std::size_t{1} << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", d / (1 << 30));
+  else if (n >= (std::size_t{1} << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", d / (1 << 20));
+  else if (n >= (std::size_t{1} << 10)) std::snprintf(buf, sizeof buf, "%.1f KiB", d / (1 << 10));
+  else std::snprintf(buf, sizeof buf, "%zu B", n);
+  return buf;
+}
+
+std::string out_of_memory_hint() {
+  return "free memory by one of: a smaller batch; gradient accumulation over smaller batches (the same "
+         "effective batch); mixed precision (amp::autocast: bfloat16/float16 activations); activation "
+         "checkpointing (gradlab::checkpoint: recompute in backward instead of saving); NoGradGuard for "
+         "evaluation (no graph is kept); detaching what you keep (a loss stored for logging holds its whole "
+         "graph: keep loss.item() or loss.detach())";
+}
+
+std::string summary() {
+  const Stats s = stats();
+  // The layout of torch.cuda.memory_summary(): one row per metric, four columns.
+  constexpr int kWidth = 75;
+  std::string out;
+  auto rule = [&](char c) { out += "|" + std::string(kWidth, c) + "|\n"; };
+  auto centered = [&](const std::string& text) {
+    const int pad = kWidth - static_cast<int>(text.size());
+    out += "|" + std::string(pad / 2, ' ') + text + std::string(pad - pad / 2, ' ') + "|\n";
+  };
+  auto row = [&](const char* metric, const std::string& cur, const std::string& peak, const std::string& tot,
+                 const std::string& freed) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "| %-21s | %10s | %10s | %10s | %10s |\n", metric, cur.c_str(), peak.c_str(),
+                  tot.c_str(), freed.c_str());
+    out += buf;
+  };
+  auto num = [](std::size_t n) { return std::to_string(n); };
+  rule('=');
+  centered("gradlab CPU memory summary");
+  rule('-');
+  centered("OOMs: " + num(s.ooms) + "   limit: " + (s.limit ? format_bytes(s.limit) : std::string("none")) +
+           "   cache hits: " + num(s.cache_hits));
+  rule('=');
+  row("Metric", "Cur Usage", "Peak Usage", "Tot Alloc", "Tot Freed");
+  rule('-');
+  row("Allocated memory", format_bytes(s.allocated), format_bytes(s.allocated_peak), format_bytes(s.allocated_total),
+      format_bytes(s.freed_total));
+  row("Reserved memory", format_bytes(s.reserved), format_bytes(s.reserved_peak), "", "");
+  row("Cached (free) memory", format_bytes(s.cached), "", "", "");
+  row("Allocations", num(s.allocations), num(s.allocations_peak), num(s.allocations_total), num(s.frees_total));
+  rule('=');
+  return out;
+}
+
+LimitGuard::LimitGuard(std::size_t bytes) : previous_(limit()) { set_limit(bytes); }
+LimitGuard::~LimitGuard() {
+  if (previous_ == 0) clear_limit();
+  else {
+    std::lock_guard<std::mutex> lock(pool().mu);
+    pool().limit = previous_;
+  }
+}
+
+PeakScope::PeakScope() {
+  std::lock_guard<std::mutex> lock(pool().mu);
+  Pool& p = pool();
+  start_ = p.allocated;
+  outer_peak_ = p.peak;
+  p.peak = p.allocated;
+}
+PeakScope::~PeakScope() {
+  std::lock_guard<std::mutex> lock(pool().mu);
+  pool().peak = std::max(pool().peak, outer_peak_);
+}
+std::size_t PeakScope::peak() const {
+  std::lock_guard<std::mutex> lock(pool().mu);
+  return pool().peak;
+}
+
+PhasePeaks::Scope::Scope(PhasePeaks& owner, std::string name) : owner_(owner), name_(std::move(name)) {}
+PhasePeaks::Scope::~Scope() {
+  const std::size_t peak = peak_.peak(), increase = peak_.peak_increase();
+  for (Reading& r : owner_.readings_) {
+    if (r.name != name_) continue;
+    r.peak = std::max(r.peak, peak);
+    r.increase = std::max(r.increase, increase);
+    return;
+  }
+  owner_.readings_.push_back({name_, peak, increase});
+}
+const PhasePeaks::Reading& PhasePeaks::find(const std::string& name) const {
+  for (const Reading& r : readings_)
+    if (r.name == name) return r;
+  throw ValueError(error_message("PhasePeaks::peak", "no phase of that name was measured",
+                                 "one of the measured phases", "'" + name + "'",
+                                 "measure it first: auto s = phases.measure(\"" + name + "\");"));
+}
+std::size_t PhasePeaks::peak(const std::string& name) const { return find(name).peak; }
+std::size_t PhasePeaks::peak_increase(const std::string& name) const { return find(name).increase; }
+std::vector<std::string> PhasePeaks::phases() const {
+  std::vector<std::string> names;
+  for (const Reading& r : readings_) names.push_back(r.name);
+  return names;
+}
+std::string PhasePeaks::str() const {
+  std::string out;
+  for (const Reading& r : readings_) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%-10s peak %10s (+%s)\n", r.name.c_str(), format_bytes(r.peak).c_str(),
+                  format_bytes(r.increase).c_str());
+    out += buf;
+  }
+  return out;
 }
 }  // namespace memory
 
@@ -98,7 +310,7 @@ Storage::Storage(std::size_t nbytes, Device device) : nbytes_(nbytes), device_(d
     return;
   }
   if (nbytes == 0) return;
-  data_ = take(nbytes);
+  data_ = take(nbytes, "Storage");
   if (data_) return;
   try {
     data_ = ::operator new(nbytes, kAlign, std::nothrow);
@@ -107,13 +319,12 @@ Storage::Storage(std::size_t nbytes, Device device) : nbytes_(nbytes), device_(d
       data_ = ::operator new(nbytes, kAlign);
     }
   } catch (const std::bad_alloc&) {
-    {
-      std::lock_guard<std::mutex> lock(pool().mu);
-      pool().allocated -= nbytes;
-    }
-    throw Error(error_message("Storage", "out of memory", std::to_string(nbytes) + " bytes",
-                              "allocation failure",
-                              "use a smaller batch, gradient accumulation, or no_grad for evaluation"));
+    untake(nbytes);
+    throw OutOfMemoryError(error_message(
+        "Storage", "out of memory on cpu: the system refused " + memory::format_bytes(nbytes),
+        "room for " + std::to_string(nbytes) + " bytes",
+        "allocation failure with " + memory::format_bytes(memory::allocated()) + " allocated in live tensors",
+        memory::out_of_memory_hint()));
   }
 }
 

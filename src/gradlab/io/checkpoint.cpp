@@ -21,10 +21,11 @@ using checkpoint::kParts;
 StateDict* part(Checkpoint& c, const std::string& name) {
   if (name == "model") return &c.model;
   if (name == "optimizer") return &c.optimizer;
+  if (name == "scaler") return &c.scaler;
   return &c.scheduler;
 }
 const StateDict& part(const Checkpoint& c, const std::string& name) {
-  return name == "model" ? c.model : name == "optimizer" ? c.optimizer : c.scheduler;
+  return *part(const_cast<Checkpoint&>(c), name);
 }
 
 }  // namespace

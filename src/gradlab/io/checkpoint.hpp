@@ -11,7 +11,7 @@
 //   model->load_state_dict(r.model);  optimizer.load_state_dict(r.optimizer);
 //   loader.load_state(*r.loader);  r.restore_rng();
 //
-// File layout: tensors "model/<key>", "optimizer/<key>", "scheduler/<key>"; metadata
+// File layout: tensors "model/<key>", "optimizer/<key>", "scheduler/<key>", "scaler/<key>"; metadata
 // "gradlab.format" = "checkpoint-v1", "gradlab.epoch", "gradlab.step", "gradlab.rng.<name>",
 // "gradlab.loader.{seed,epoch,position}", "gradlab.<part>.meta.<key>" (each part's own
 // metadata), "user.<key>" (free-form), plus gradlab.checksum.
@@ -34,6 +34,8 @@ struct Checkpoint {
   StateDict model;
   StateDict optimizer;
   StateDict scheduler;
+  /// amp::GradScaler::state_dict() (scale, growth tracker, factors); empty without mixed precision.
+  StateDict scaler;
   int64_t epoch = 0;
   int64_t step = 0;
   /// Named generator states (Generator::get_state()); "default" is default_generator().

@@ -38,9 +38,9 @@ Layout parse(const std::vector<std::string>& tensor_names,
   for (const std::string& name : tensor_names) {
     const auto slash = name.find('/');
     const std::string p = slash == std::string::npos ? "" : name.substr(0, slash);
-    if (p != "model" && p != "optimizer" && p != "scheduler")
+    if (p != "model" && p != "optimizer" && p != "scheduler" && p != "scaler")
       throw FormatError(
-          "tensor '" + name + "' belongs to no part; expected model/, optimizer/ or scheduler/",
+          "tensor '" + name + "' belongs to no part; expected model/, optimizer/, scheduler/ or scaler/",
           kHeaderOffset);
     l.tensors.emplace_back(p, name.substr(slash + 1));
   }

@@ -17,7 +17,7 @@ namespace gradlab::io::checkpoint {
 inline constexpr const char* kFormatKey = "gradlab.format";
 inline constexpr const char* kFormat = "checkpoint-v1";
 /// The parts, in the order the file stores them: tensors "<part>/<key>".
-inline constexpr const char* kParts[] = {"model", "optimizer", "scheduler"};
+inline constexpr const char* kParts[] = {"model", "optimizer", "scheduler", "scaler"};
 
 /// The DataLoader position a checkpoint holds.
 struct Loader {

@@ -25,6 +25,13 @@ void check_same_device(const char* op, const Tensor& a, const Tensor& b);
 void check_defined(const char* op, const Tensor& x, const char* arg = "input");
 /// x converted (differentiably) to dtype, or x itself.
 Tensor cast_to(const Tensor& x, ScalarType dtype, const Site& site);
+/// autocast's lower-precision list (matmul, bmm, linear, conv): x in the autocast dtype of its
+/// device when autocast is on there and x is a floating type other than float64 and that dtype
+/// (PyTorch's "eligible" rule); else x. Never inside a backward pass.
+Tensor autocast_lower(const Tensor& x, const Site& site);
+/// autocast's float32 list (softmax, log_softmax, losses, norms, exp/log, reductions): a
+/// float16/bfloat16 x widened to float32 when autocast is on for its device; else x.
+Tensor autocast_float32(const Tensor& x, const Site& site);
 /// The dtype float math runs in: x's if floating, else float32 (int64 -> float32, as PyTorch).
 ScalarType float_dtype(const Tensor& x);
 /// Promotes and broadcasts a and b for an elementwise op (casts and expands recorded as ops).

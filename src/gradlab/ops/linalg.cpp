@@ -21,9 +21,10 @@ void check_float(const char* op, const Tensor& a, const Tensor& b) {
 
 }  // namespace
 
-Tensor bmm(const Tensor& a, const Tensor& b, Site site) {
-  check_defined("bmm", a, "a");
-  check_defined("bmm", b, "b");
+Tensor bmm(const Tensor& a_in, const Tensor& b_in, Site site) {
+  check_defined("bmm", a_in, "a");
+  check_defined("bmm", b_in, "b");
+  const Tensor a = autocast_lower(a_in, site), b = autocast_lower(b_in, site);
   check_same_device("bmm", a, b);
   GRADLAB_CHECK(a.dim() == 3 && b.dim() == 3, ShapeError, "bmm", "batch1 and batch2 must be 3-D tensors",
                 "[B, M, K] and [B, K, N]", shape_str(a.sizes()) + " and " + shape_str(b.sizes()));
@@ -50,9 +51,10 @@ Tensor mm(const Tensor& a, const Tensor& b, Site site) {
   return record<Mm>(site, a, b);
 }
 
-Tensor matmul(const Tensor& a, const Tensor& b, Site site) {
-  check_defined("matmul", a, "a");
-  check_defined("matmul", b, "b");
+Tensor matmul(const Tensor& a_in, const Tensor& b_in, Site site) {
+  check_defined("matmul", a_in, "a");
+  check_defined("matmul", b_in, "b");
+  const Tensor a = autocast_lower(a_in, site), b = autocast_lower(b_in, site);
   check_same_device("matmul", a, b);
   GRADLAB_CHECK(a.dim() >= 1 && b.dim() >= 1, ShapeError, "matmul", "both arguments need at least 1 dimension",
                 "tensors of rank >= 1", shape_str(a.sizes()) + " and " + shape_str(b.sizes()),

@@ -10,7 +10,8 @@ using namespace ops_detail;
 // softmax(x)_i = exp(x_i - m) / Σ_j exp(x_j - m),  m = max_j x_j (detached: the value does not depend on it)
 Tensor softmax(const Tensor& x, int64_t dim, Site site) {
   check_defined("softmax", x);
-  Tensor xf = cast_to(x, float_dtype(x), site);
+  const Tensor xa = autocast_float32(x, site);  // autocast: float32 list
+  Tensor xf = cast_to(xa, float_dtype(xa), site);
   const int64_t d = wrap_dim(dim, xf.dim(), "softmax");
   Tensor m = amax(xf, {d}, /*keepdim=*/true).detach();
   m = where(isfinite(m), m, 0.0);
@@ -21,7 +22,8 @@ Tensor softmax(const Tensor& x, int64_t dim, Site site) {
 // log_softmax(x)_i = x_i - logsumexp(x)
 Tensor log_softmax(const Tensor& x, int64_t dim, Site site) {
   check_defined("log_softmax", x);
-  Tensor xf = cast_to(x, float_dtype(x), site);
+  const Tensor xa = autocast_float32(x, site);  // autocast: float32 list
+  Tensor xf = cast_to(xa, float_dtype(xa), site);
   const int64_t d = wrap_dim(dim, xf.dim(), "log_softmax");
   return sub(xf, logsumexp(xf, {d}, /*keepdim=*/true, site), site);
 }
@@ -94,7 +96,7 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntro
   }
   GRADLAB_CHECK(input.dim() == 2, ShapeError, "cross_entropy", "input must be logits [N, C]", "a 2-D input",
                 shape_str(input.sizes()), "flatten extra dims first, e.g. logits.reshape({-1, C})");
-  return cross_entropy_fused(input, target, o, site);  // one node; the oracle is below
+  return cross_entropy_fused(autocast_float32(input, site), target, o, site);  // one node; the oracle is below
 }
 
 Tensor cross_entropy_reference(const Tensor& input, const Tensor& target,
@@ -108,22 +110,25 @@ Tensor cross_entropy_reference(const Tensor& input, const Tensor& target,
 
 Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const NLLLossFuncOptions& o, Site site) {
   check_defined("nll_loss", log_probs);
-  return nll_core("nll_loss", log_probs, target, o.ignore_index_, 0.0, o.reduction_, site);
+  return nll_core("nll_loss", autocast_float32(log_probs, site), target, o.ignore_index_, 0.0, o.reduction_, site);
 }
 
-Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction r, Site site) {
-  check_same_shape("mse_loss", input, target);
+Tensor mse_loss(const Tensor& input_in, const Tensor& target_in, Reduction r, Site site) {
+  check_same_shape("mse_loss", input_in, target_in);
+  const Tensor input = autocast_float32(input_in, site), target = autocast_float32(target_in, site);
   Tensor d = sub(input, target, site);
   return reduce(mul(d, d, site), r, site);
 }
 
-Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction r, Site site) {
-  check_same_shape("l1_loss", input, target);
+Tensor l1_loss(const Tensor& input_in, const Tensor& target_in, Reduction r, Site site) {
+  check_same_shape("l1_loss", input_in, target_in);
+  const Tensor input = autocast_float32(input_in, site), target = autocast_float32(target_in, site);
   return reduce(abs(sub(input, target, site), site), r, site);
 }
 
-Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, Reduction r, Site site) {
-  check_same_shape("binary_cross_entropy_with_logits", input, target);
+Tensor binary_cross_entropy_with_logits(const Tensor& input_in, const Tensor& target_in, Reduction r, Site site) {
+  check_same_shape("binary_cross_entropy_with_logits", input_in, target_in);
+  const Tensor input = autocast_float32(input_in, site), target = autocast_float32(target_in, site);
   Tensor y = target.to(input.dtype());
   // max(x, 0) - x y + log(1 + exp(-|x|)): never exponentiates a large positive number.
   // NOTE: max(x, 0) is written (x + |x|) / 2 so that the gradient at x = 0 exactly is right:

@@ -71,9 +71,11 @@ Tensor unfold_4d(const Tensor& x, const kern::Window2d& w, const Site& site) {
 
 }  // namespace
 
-Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias, Site site) {
-  check_defined("linear", input);
-  check_defined("linear", weight, "weight");
+Tensor linear(const Tensor& input_in, const Tensor& weight_in, const Tensor& bias_in, Site site) {
+  check_defined("linear", input_in);
+  check_defined("linear", weight_in, "weight");
+  const Tensor input = autocast_lower(input_in, site), weight = autocast_lower(weight_in, site),
+               bias = autocast_lower(bias_in, site);
   GRADLAB_CHECK(weight.dim() == 2, ShapeError, "linear", "weight must be 2-D",
                 "[out_features, in_features]", shape_str(weight.sizes()));
   const int64_t N = weight.size(0), K = weight.size(1);
@@ -87,8 +89,8 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias, Sit
   check_same_device("linear", input, weight);
   ScalarType dt = promote_types(input.dtype(), weight.dtype());
   if (bias.defined()) dt = promote_types(dt, bias.dtype());
-  GRADLAB_CHECK(is_computable_float(dt), DTypeError, "linear",
-                "expected floating point input and weight", "float32 or float64",
+  GRADLAB_CHECK(is_floating_point(dt), DTypeError, "linear",
+                "expected floating point input and weight", "a floating point dtype",
                 to_string(input.dtype()) + " and " + to_string(weight.dtype()),
                 "convert the input with .to(kFloat32)");
   const Tensor x = cast_to(input, dt, site), w = cast_to(weight, dt, site);
@@ -148,9 +150,12 @@ Tensor fold(const Tensor& input, IntPair output_size, IntPair kernel, IntPair di
   return input.dim() == 3 ? x : x.squeeze(0, site);
 }
 
-Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntPair stride,
+Tensor conv2d(const Tensor& input_in, const Tensor& weight_in, const Tensor& bias_in, IntPair stride,
               IntPair padding, IntPair dilation, Site site) {
-  check_defined("conv2d", weight, "weight");
+  check_defined("conv2d", weight_in, "weight");
+  // autocast: all three in the low type, so the bias add below does not promote back to float32
+  const Tensor input = autocast_lower(input_in, site), weight = autocast_lower(weight_in, site),
+               bias = autocast_lower(bias_in, site);
   Tensor x = batched_4d("conv2d", input, site);
   GRADLAB_CHECK(weight.dim() == 4, ShapeError, "conv2d", "weight must be 4-D",
                 "[out_channels, in_channels, kh, kw]", shape_str(weight.sizes()));
@@ -209,15 +214,24 @@ Tensor dropout(const Tensor& input, double p, bool train, Generator* generator, 
                 "float32 or float64", to_string(input.dtype()));
   if (p == 1) return mul(input, zeros_like(input), site);
   // y = x * mask / (1 - p), mask ~ Bernoulli(1 - p); the mask is a constant for autograd.
-  Tensor keep = ge(rand(input.sizes(), input.options(), generator), p);
+  // NOTE: half inputs draw their uniforms in float32: rounded to float16 a draw just below p
+  // could round up to p, and the mask would differ from the float32 run's for the same seed.
+  const bool half = input.dtype() == kFloat16 || input.dtype() == kBFloat16;
+  Tensor keep = ge(rand(input.sizes(), half ? input.options().dtype(kFloat32) : input.options(), generator), p);
   Tensor scale = mul(keep.to(input.dtype()), 1.0 / (1.0 - p));
   return mul(input, scale, site);
 }
 
-Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+Tensor batch_norm(const Tensor& input_in, const Tensor& running_mean, const Tensor& running_var,
                   const Tensor& weight, const Tensor& bias, bool training, double momentum,
                   double eps, Site site) {
-  check_defined("batch_norm", input);
+  check_defined("batch_norm", input_in);
+  // autocast: statistics and normalization in float32, the result in the input's dtype (as
+  // PyTorch's batch_norm, which is on neither autocast list and keeps float32 statistics).
+  const Tensor input = autocast_float32(input_in, site);
+  if (input.dtype() != input_in.dtype())
+    return cast_to(batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps, site),
+                   input_in.dtype(), site);
   GRADLAB_CHECK(input.dim() >= 2, ShapeError, "batch_norm",
                 "expected an input with a batch and a channel dim",
                 "[N, C], [N, C, L] or [N, C, H, W]", shape_str(input.sizes()));
@@ -279,9 +293,10 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
   return y;
 }
 
-Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tensor& weight,
+Tensor layer_norm(const Tensor& input_in, const Shape& normalized_shape, const Tensor& weight,
                   const Tensor& bias, double eps, Site site) {
-  check_defined("layer_norm", input);
+  check_defined("layer_norm", input_in);
+  const Tensor input = autocast_float32(input_in, site);  // autocast: float32 list
   GRADLAB_CHECK(input.is_floating_point(), DTypeError, "layer_norm",
                 "expected a floating point input", "float32 or float64", to_string(input.dtype()));
   const int64_t k = static_cast<int64_t>(normalized_shape.size());

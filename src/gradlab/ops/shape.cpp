@@ -83,6 +83,24 @@ Tensor cast_to(const Tensor& x, ScalarType dtype, const Site& site) {
   if (x.dtype() == dtype) return x;
   return record<ToCopy>(site, x, dtype);
 }
+
+namespace {
+// Autocast applies to floating tensors other than float64, outside backward (where the ops
+// already see the dtypes forward chose), when it is on for the tensor's device type.
+bool autocast_applies(const Tensor& x) {
+  return x.defined() && x.is_floating_point() && x.dtype() != kFloat64 &&
+         AutocastMode::is_enabled(x.device().type) && !autograd::detail::running_backward();
+}
+}  // namespace
+
+Tensor autocast_lower(const Tensor& x, const Site& site) {
+  if (!autocast_applies(x)) return x;
+  return cast_to(x, AutocastMode::dtype(x.device().type), site);
+}
+Tensor autocast_float32(const Tensor& x, const Site& site) {
+  if (!autocast_applies(x)) return x;
+  return cast_to(x, kFloat32, site);
+}
 }  // namespace ops_detail
 
 Tensor reshape(const Tensor& x, const Shape& shape, Site site) {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "gradlab/core/error.hpp"
+#include "gradlab/core/storage.hpp"
 
 namespace gradlab::cuda_rt {
 
@@ -13,15 +14,7 @@ constexpr std::size_t kSmall = std::size_t{1} << 20;     // below: 512 B granule
 constexpr std::size_t kLargeGranule = std::size_t{2} << 20;
 }  // namespace
 
-std::string format_bytes(std::size_t n) {
-  char buf[64];
-  const double d = static_cast<double>(n);
-  if (n >= (std::size_t{1} << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", d / (1 << 30));
-  else if (n >= (std::size_t{1} << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", d / (1 << 20));
-  else if (n >= (std::size_t{1} << 10)) std::snprintf(buf, sizeof buf, "%.1f KiB", d / (1 << 10));
-  else std::snprintf(buf, sizeof buf, "%zu B", n);
-  return buf;
-}
+std::string format_bytes(std::size_t n) { return memory::format_bytes(n); }
 
 std::size_t CachingAllocator::round_size(std::size_t nbytes) {
   const std::size_t g = nbytes < kSmall ? 512 : kLargeGranule;
@@ -59,9 +52,7 @@ void* CachingAllocator::malloc(std::size_t nbytes, const char* op) {
           format_bytes(fr) + " free of " + format_bytes(total) + " total; gradlab holds " +
               format_bytes(stats_.allocated) + " in live tensors (peak " + format_bytes(stats_.peak) +
               ") and " + format_bytes(stats_.cached) + " cached",
-          "use a smaller batch (with gradient accumulation to keep the effective batch), mixed "
-          "precision (float16/bfloat16 activations), NoGradGuard for evaluation, free tensors you "
-          "keep (losses held with their graph), and cuda::empty_cache() before a big allocation"));
+          memory::out_of_memory_hint() + "; cuda::empty_cache() before a big allocation"));
     }
   }
   live_.emplace(p, size);

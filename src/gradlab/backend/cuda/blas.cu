@@ -142,6 +142,17 @@ Tensor cublas_bmm(const Tensor& a_in, const Tensor& b_in) {
                                   static_cast<int>(la.ld), sa, &beta, dptr<float>(out), m, sc,
                                   static_cast<int>(B)),
         "matmul");
+  } else if (a.dtype() == kFloat16 || a.dtype() == kBFloat16) {
+    // Half operands and result, float32 accumulation and scalars (PyTorch's default for half
+    // GEMMs); alpha / beta are float because the compute type is CUBLAS_COMPUTE_32F.
+    const cudaDataType_t t = a.dtype() == kFloat16 ? CUDA_R_16F : CUDA_R_16BF;
+    const float alpha = 1.0f, beta = 0.0f;
+    GRADLAB_CUBLAS_CHECK(
+        cublasGemmStridedBatchedEx(h, lb.op, la.op, m, n, k, &alpha, b.impl()->data(), t,
+                                   static_cast<int>(lb.ld), sb, a.impl()->data(), t, static_cast<int>(la.ld),
+                                   sa, &beta, out.impl()->data(), t, m, sc, static_cast<int>(B),
+                                   CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+        "matmul");
   } else {
     const double alpha = 1.0, beta = 0.0;
     GRADLAB_CUBLAS_CHECK(

@@ -11,7 +11,8 @@
 
 namespace gradlab::gpu::detail {
 
-/// cuBLAS (Sgemm|Dgemm)StridedBatched for same-dtype float operands already checked by Blas::bmm.
+/// cuBLAS (Sgemm|Dgemm)StridedBatched for same-dtype float operands already checked by Blas::bmm;
+/// float16 / bfloat16 operands through cublasGemmStridedBatchedEx with float32 accumulation.
 /// Defined in blas.cu (nvcc only): only Blas<DeviceExec> calls it.
 Tensor cublas_bmm(const Tensor& a, const Tensor& b);
 
@@ -43,7 +44,10 @@ namespace gradlab::gpu {
 
 template <class X>
 Tensor Blas<X>::bmm(const Tensor& a, const Tensor& b) {
-  GRADLAB_CHECK(a.dtype() == kFloat32 || a.dtype() == kFloat64, DTypeError, "matmul",
+  // NOTE: float16 / bfloat16 reach Blas<DeviceExec> only (cublasGemmEx); under the emulator the
+  // dispatcher (backend/kernels.cpp) widens them to float32 first.
+  const bool half = a.dtype() == kFloat16 || a.dtype() == kBFloat16;
+  GRADLAB_CHECK(a.dtype() == kFloat32 || a.dtype() == kFloat64 || (X::kOnDevice && half), DTypeError, "matmul",
                 "BLAS multiplies floating-point matrices only", "float32 or float64",
                 to_string(a.dtype()), "convert with .to(kFloat32) first");
   if constexpr (X::kOnDevice) {

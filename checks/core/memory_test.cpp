@@ -1,0 +1,164 @@
+// The CPU memory limit, its OutOfMemoryError, memory::summary() and the per-phase peaks.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "gradlab/gradlab.hpp"
+
+namespace {
+
+using namespace gradlab;
+using ::testing::HasSubstr;
+
+constexpr std::size_t kMiB = std::size_t{1} << 20;
+
+TEST(MemoryLimit, AnAllocationPastTheLimitThrowsOutOfMemoryWithTheFigures) {
+  memory::empty_cache();
+  const std::size_t base = memory::allocated();
+  memory::LimitGuard limit(base + 8 * kMiB);
+  Tensor keep = empty({1 << 20});  // 4 MiB, fits
+  try {
+    (void)empty({static_cast<int64_t>(3) << 20});  // 12 MiB more does not
+    FAIL() << "expected OutOfMemoryError";
+  } catch (const OutOfMemoryError& e) {
+    const std::string m = e.what();
+    EXPECT_THAT(m, HasSubstr("out of memory on cpu"));
+    EXPECT_THAT(m, HasSubstr("requested 12.0 MiB (12582912 bytes)"));
+    EXPECT_THAT(m, HasSubstr("allocated " + memory::format_bytes(base + 4 * kMiB) + " (" +
+                             std::to_string(base + 4 * kMiB) + " bytes)"));
+    EXPECT_THAT(m, HasSubstr("cached "));
+    EXPECT_THAT(m, HasSubstr("limit " + memory::format_bytes(base + 8 * kMiB)));
+    for (const char* fix : {"smaller batch", "gradient accumulation", "mixed precision", "checkpointing",
+                            "NoGradGuard", "detach"})
+      EXPECT_THAT(m, HasSubstr(fix)) << "the hint should list " << fix;
+  }
+  EXPECT_EQ(memory::allocated(), base + 4 * kMiB);  // the failed allocation holds nothing
+  EXPECT_EQ(memory::stats().ooms, 1u);
+  // It is the error the CUDA caching allocator throws: one catch clause serves both devices.
+  EXPECT_THROW((void)empty({static_cast<int64_t>(3) << 20}), OutOfMemoryError);
+}
+
+TEST(MemoryLimit, TheLimitIsHonouredExactlyAndClears) {
+  memory::empty_cache();
+  const std::size_t base = memory::allocated();
+  memory::set_limit(base + 4 * kMiB);
+  EXPECT_EQ(memory::limit(), base + 4 * kMiB);
+  {
+    Tensor a = empty({1 << 20});  // exactly the limit: allowed
+    EXPECT_EQ(memory::allocated(), base + 4 * kMiB);
+    EXPECT_THROW((void)empty({1}), OutOfMemoryError);  // one more element is not
+  }
+  Tensor b = empty({1 << 20});  // freed bytes count again
+  b = Tensor();
+  memory::clear_limit();
+  EXPECT_EQ(memory::limit(), 0u);
+  Tensor big = empty({static_cast<int64_t>(4) << 20});  // 16 MiB: fine without a limit
+  EXPECT_THROW(memory::set_limit(0), ValueError);
+}
+
+TEST(MemoryLimit, CachedBlocksAreGivenBackBeforeGivingUp) {
+  memory::empty_cache();
+  const std::size_t base = memory::allocated();
+  memory::LimitGuard limit(base + 8 * kMiB);
+  { Tensor a = empty({static_cast<int64_t>(3) << 19}); }  // 6 MiB, cached when freed
+  EXPECT_EQ(memory::cached(), 6 * kMiB);
+  Tensor other = empty({static_cast<int64_t>(3) << 19});  // the same size: the cached block is reused
+  EXPECT_EQ(memory::cached(), 0u);
+  other = Tensor();
+  EXPECT_EQ(memory::cached(), 6 * kMiB);
+  Tensor c = empty({static_cast<int64_t>(7) << 18});  // 7 MiB: fits only once the cache is gone
+  EXPECT_EQ(memory::cached(), 0u);
+  EXPECT_LE(memory::reserved(), base + 8 * kMiB);
+}
+
+TEST(MemoryLimit, TheGuardRestoresThePreviousLimit) {
+  memory::set_limit(std::size_t{1} << 40);
+  {
+    memory::LimitGuard g(std::size_t{1} << 30);
+    EXPECT_EQ(memory::limit(), std::size_t{1} << 30);
+  }
+  EXPECT_EQ(memory::limit(), std::size_t{1} << 40);
+  memory::clear_limit();
+  { memory::LimitGuard g(std::size_t{1} << 30); }
+  EXPECT_EQ(memory::limit(), 0u);
+}
+
+TEST(MemorySummary, HasTorchsRowsAndTheLiveFigures) {
+  memory::empty_cache();
+  Tensor a = empty({1 << 20});
+  const std::string s = memory::summary();
+  for (const char* row : {"gradlab CPU memory summary", "Metric", "Cur Usage", "Peak Usage", "Tot Alloc", "Tot Freed",
+                          "Allocated memory", "Reserved memory", "Allocations"})
+    EXPECT_THAT(s, HasSubstr(row));
+  EXPECT_THAT(s, HasSubstr("OOMs: " + std::to_string(memory::stats().ooms)));
+  EXPECT_THAT(s, HasSubstr(memory::format_bytes(memory::allocated())));
+  const memory::Stats st = memory::stats();
+  EXPECT_GE(st.allocations_total, 1u);
+  EXPECT_EQ(st.reserved, st.allocated + st.cached);
+  EXPECT_GE(st.allocated_total - st.freed_total, st.allocated);
+}
+
+TEST(PeakScope, ReadsTheScopesPeakAndKeepsTheGlobalOne) {
+  memory::empty_cache();
+  const std::size_t base = memory::allocated();
+  memory::reset_peak();
+  { Tensor big = empty({static_cast<int64_t>(2) << 20}); }  // 8 MiB, freed: the global peak remembers
+  {
+    memory::PeakScope scope;
+    EXPECT_EQ(scope.start(), base);
+    EXPECT_EQ(scope.peak(), base);  // the earlier 8 MiB is not this scope's
+    { Tensor t = empty({1 << 20}); }
+    EXPECT_EQ(scope.peak_increase(), 4 * kMiB);
+  }
+  EXPECT_EQ(memory::max_allocated(), base + 8 * kMiB);
+}
+
+TEST(PhasePeaks, EachPhaseGetsItsOwnPeakAndRepeatsKeepTheHighest) {
+  memory::empty_cache();
+  memory::PhasePeaks phases;
+  Tensor w = randn({256, 256}, TensorOptions().requires_grad(true));
+  Tensor x = randn({512, 256});
+  Tensor loss;
+  for (int step = 0; step < 2; ++step) {
+    {
+      auto s = phases.measure("forward");
+      loss = relu(matmul(x, w)).pow(2).sum();
+    }
+    {
+      auto s = phases.measure("backward");
+      loss.backward();
+    }
+    {
+      auto s = phases.measure("optimizer step");
+      NoGradGuard g;
+      Tensor upd = w.grad() * 0.1;  // 256 KiB temporary
+      w.sub_(upd);
+      w.mutable_grad().zero_();
+    }
+  }
+  EXPECT_EQ(phases.phases(), (std::vector<std::string>{"forward", "backward", "optimizer step"}));
+  // forward keeps two [512, 256] activations (512 KiB each) for backward at least
+  EXPECT_GE(phases.peak_increase("forward"), std::size_t{1} << 20);
+  EXPECT_GE(phases.peak_increase("optimizer step"), std::size_t{256} << 10);
+  EXPECT_LT(phases.peak_increase("optimizer step"), phases.peak_increase("forward"));
+  EXPECT_GE(phases.peak("backward"), phases.peak("optimizer step"));
+  EXPECT_THAT(phases.str(), HasSubstr("forward"));
+  EXPECT_THROW((void)phases.peak("eval"), ValueError);
+}
+
+TEST(PhasePeaks, APeakChangesWhenThePhaseAllocatesMore) {
+  memory::empty_cache();
+  auto peak_of = [](int64_t n) {
+    memory::PhasePeaks phases;
+    {
+      auto s = phases.measure("forward");
+      Tensor t = empty({n});
+    }
+    return phases.peak_increase("forward");
+  };
+  EXPECT_EQ(peak_of(1 << 18), std::size_t{1} << 20);
+  EXPECT_EQ(peak_of(1 << 19), std::size_t{2} << 20);
+}
+
+}  // namespace
