@@ -37,3 +37,4 @@
 #include "gradlab/testing/gradcheck.hpp"
 #include "gradlab/testing/mutants.hpp"
 #include "gradlab/testing/op_table.hpp"
+#include "gradlab/jit/trace.hpp"
