@@ -38,3 +38,4 @@
 #include "gradlab/testing/mutants.hpp"
 #include "gradlab/testing/op_table.hpp"
 #include "gradlab/jit/trace.hpp"
+#include "gradlab/jit/compile.hpp"
