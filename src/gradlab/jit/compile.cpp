@@ -3,6 +3,7 @@
 
 #include "gradlab/jit/compile.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <map>
@@ -100,8 +101,12 @@ struct Builder {
 
 // Adds d(output)/d(operand) contributions of step `s` (adjoint g) to adj. The local derivatives
 // are those of the op structs' backward (ops/internal/elementwise.hpp), written with steps.
-void backprop_step(Builder& B, const FusedStep& st, int y, int g, std::vector<int>& adj) {
-  auto acc = [&](int r, int d) { adj[r] = adj[r] < 0 ? d : B.bin(Binary::Add, adj[r], d); };
+// Only operands that lead to a wanted input (`dep`) get an adjoint; the rest would be dead work.
+void backprop_step(Builder& B, const FusedStep& st, int y, int g, std::vector<int>& adj,
+                   const std::vector<bool>& dep) {
+  auto acc = [&](int r, int d) {
+    if (dep[r]) adj[r] = adj[r] < 0 ? d : B.bin(Binary::Add, adj[r], d);
+  };
   const int x = st.a;
   if (st.kind == Kind::Unary) {
     int d = -1;
@@ -171,13 +176,55 @@ void backprop_step(Builder& B, const FusedStep& st, int y, int g, std::vector<in
   // Input, Const, Compare: nothing flows further.
 }
 
+// Drops the steps no output depends on (a recomputed value the derivatives do not read).
+FusedProgram prune(FusedProgram p) {
+  const size_t S = p.steps.size();
+  std::vector<bool> live(S, false);
+  for (const auto& o : p.outputs) live[o.reg] = true;
+  for (size_t s = S; s-- > 0;) {
+    if (!live[s]) continue;
+    for (int r : {p.steps[s].a, p.steps[s].b, p.steps[s].c})
+      if (r >= 0) live[r] = true;
+  }
+  std::vector<int> at(S, -1);
+  std::vector<FusedStep> kept;
+  for (size_t s = 0; s < S; ++s) {
+    if (!live[s]) continue;
+    FusedStep st = p.steps[s];
+    for (int* r : {&st.a, &st.b, &st.c})
+      if (*r >= 0) *r = at[*r];
+    at[s] = static_cast<int>(kept.size());
+    kept.push_back(st);
+  }
+  for (auto& o : p.outputs) o.reg = at[o.reg];
+  p.steps = std::move(kept);
+  return p;
+}
+
 // The backward program of `fwd` (n_in inputs): inputs = fwd's inputs, then one upstream gradient
 // per fwd output (expanded to fwd.shape); outputs = the gradients of the inputs in `wanted`.
-FusedProgram backward_program(const FusedProgram& fwd, size_t n_in, const std::vector<size_t>& wanted) {
+// `saved` lists forward registers whose values the forward wrote out (inputs n_in + outputs + j):
+// read back instead of recomputed.
+FusedProgram backward_program(const FusedProgram& fwd, size_t n_in, const std::vector<size_t>& wanted,
+                              const std::vector<int>& saved) {
   Builder B;
-  B.steps = fwd.steps;  // recompute the forward values tile by tile (nothing saved but inputs)
+  B.steps = fwd.steps;  // recompute the cheap forward values tile by tile
+  for (size_t j = 0; j < saved.size(); ++j) {
+    FusedStep in;
+    in.kind = Kind::Input;
+    in.index = static_cast<int64_t>(n_in + fwd.outputs.size() + j);
+    B.steps[saved[j]] = in;
+  }
   std::vector<int> adj(fwd.steps.size(), -1);
   auto grow = [&] { adj.resize(B.steps.size(), -1); };
+  std::vector<bool> dep(fwd.steps.size(), false);  // depends on a wanted input
+  for (size_t s = 0; s < fwd.steps.size(); ++s) {
+    const FusedStep& st = fwd.steps[s];
+    if (st.kind == Kind::Input)
+      dep[s] = std::find(wanted.begin(), wanted.end(), static_cast<size_t>(st.index)) != wanted.end();
+    for (int r : {st.a, st.b, st.c})
+      if (r >= 0 && dep[r]) dep[s] = true;
+  }
   for (size_t k = 0; k < fwd.outputs.size(); ++k) {
     FusedStep in;
     in.kind = Kind::Input;
@@ -192,7 +239,8 @@ FusedProgram backward_program(const FusedProgram& fwd, size_t n_in, const std::v
   }
   for (size_t s = fwd.steps.size(); s-- > 0;) {
     if (adj[s] < 0) continue;
-    backprop_step(B, fwd.steps[s], static_cast<int>(s), adj[s], adj);
+    if (!dep[s]) continue;
+    backprop_step(B, fwd.steps[s], static_cast<int>(s), adj[s], adj, dep);
     grow();
   }
   FusedProgram p;
@@ -206,16 +254,31 @@ FusedProgram backward_program(const FusedProgram& fwd, size_t n_in, const std::v
     p.outputs.push_back({g, Reduce::None, 1});
   }
   p.steps = std::move(B.steps);
-  return p;
+  return prune(std::move(p));
 }
 
 // ---- regions ----------------------------------------------------------------------------------
+
+// Formulas worth saving for backward rather than recomputing (a libm-class function each).
+bool costly(Unary op) {
+  switch (op) {
+    case Unary::Exp: case Unary::Log: case Unary::Sin: case Unary::Cos: case Unary::Tanh:
+    case Unary::Sigmoid: case Unary::Erf: case Unary::Softplus: case Unary::PowScalar:
+      return true;
+    default:
+      return false;
+  }
+}
 
 struct Region {
   std::vector<int> nodes;     // graph nodes it replaces, in order
   std::vector<int> inputs;    // graph values read (their own shapes: expanded when run)
   std::vector<int> outputs;   // graph values written, one per program output
   FusedProgram program;
+  // Training: `program` plus outputs for the values of the costly formulas (erf, exp, tanh ...),
+  // so the fused backward reads them instead of recomputing them (as eager saves them).
+  FusedProgram train_program;
+  std::vector<int> saved_regs;
   int compute_ops = 0;
   std::string kinds;          // "Mul, Add, Relu"
 };
@@ -223,12 +286,17 @@ struct Region {
 // The fused backward node of one region call.
 class FusedNode : public autograd::Node {
  public:
-  FusedNode(std::shared_ptr<const Region> r, const std::vector<Tensor>& inputs)
-      : region_(std::move(r)), saved_(inputs.size()) {
+  FusedNode(std::shared_ptr<const Region> r, const std::vector<Tensor>& inputs,
+            const std::vector<Tensor>& values)
+      : region_(std::move(r)), saved_(inputs.size()), values_(values.size()) {
     for (size_t i = 0; i < inputs.size(); ++i) {
       saved_[i].save(inputs[i], this, /*is_output=*/false);
       register_saved(&saved_[i]);
       shapes_.push_back(inputs[i].sizes());
+    }
+    for (size_t j = 0; j < values.size(); ++j) {
+      values_[j].save(values[j], this, /*is_output=*/false);
+      register_saved(&values_[j]);
     }
   }
   std::string name() const override { return "FusedBackward0"; }
@@ -253,7 +321,9 @@ class FusedNode : public autograd::Node {
     std::vector<size_t> wanted;
     for (size_t i = 0; i < saved_.size(); ++i)
       if (needs_input_grad(i)) wanted.push_back(i);
-    std::vector<Tensor> dx = kern::run_fused(backward_program(fwd, saved_.size(), wanted), ins);
+    for (auto& v : values_) ins.push_back(v.unpack());
+    std::vector<Tensor> dx =
+        kern::run_fused(backward_program(fwd, saved_.size(), wanted, region_->saved_regs), ins);
     autograd::GradList out(saved_.size());
     for (size_t k = 0; k < wanted.size(); ++k) {
       const size_t i = wanted[k];
@@ -264,7 +334,7 @@ class FusedNode : public autograd::Node {
 
  private:
   std::shared_ptr<const Region> region_;
-  std::vector<autograd::SavedTensor> saved_;
+  std::vector<autograd::SavedTensor> saved_, values_;
   std::vector<Shape> shapes_;
 };
 
@@ -352,6 +422,14 @@ std::shared_ptr<Plan> build_plan(Graph g, const CompileOptions& opt) {
           for (int u : users[G.nodes[k].outputs[0]]) outside = outside || !inside.count(u);
           if (outside) items.push_back({k, nullptr});
         }
+      cur.train_program = cur.program;
+      for (size_t k = 0; k < cur.program.steps.size(); ++k) {
+        const FusedStep& st = cur.program.steps[k];
+        if (st.kind == Kind::Unary && costly(static_cast<Unary>(st.op))) {
+          cur.saved_regs.push_back(static_cast<int>(k));
+          cur.train_program.outputs.push_back({static_cast<int>(k), Reduce::None, 1});
+        }
+      }
       auto r = std::make_shared<Region>(cur);
       items.push_back({-1, r});
     } else {
@@ -454,16 +532,18 @@ std::vector<Tensor> run_region(const Region& r, const std::shared_ptr<const Regi
     need_grad = need_grad || env[v].requires_grad();
   }
   need_grad = need_grad && GradMode::is_enabled();
-  std::vector<Tensor> outs;
+  std::vector<Tensor> outs, values;
   {
     NoGradGuard no_grad;
     for (const auto& t : ins) expanded.push_back(t.sizes() == r.program.shape ? t : t.expand(r.program.shape));
-    outs = kern::run_fused(r.program, expanded);
+    outs = kern::run_fused(need_grad ? r.train_program : r.program, expanded);
+    values.assign(outs.begin() + static_cast<std::ptrdiff_t>(r.outputs.size()), outs.end());
+    outs.resize(r.outputs.size());
     for (size_t k = 0; k < outs.size(); ++k)
       if (outs[k].sizes() != G.values[r.outputs[k]].shape) outs[k] = outs[k].reshape(G.values[r.outputs[k]].shape);
   }
   if (need_grad) {
-    auto node = std::make_shared<FusedNode>(shared, ins);
+    auto node = std::make_shared<FusedNode>(shared, ins, values);
     std::vector<const Tensor*> in_ptrs;
     for (const auto& t : ins) in_ptrs.push_back(&t);
     std::vector<Tensor*> out_ptrs;

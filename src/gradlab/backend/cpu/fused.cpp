@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <sstream>
 #include <xsimd/xsimd.hpp>
 #if defined(__SSE2__)
@@ -116,10 +117,10 @@ double tile_sum(const Reg<T>& r, int64_t k0, int64_t n) {
 // loop, so skipping the cache saves the read-for-ownership of every written line (memcpy does
 // the same for large copies).
 template <class T>
-void store_out(T* dst, const T* src, int64_t n) {
+void store_out(T* dst, const T* src, int64_t n, bool stream) {
   int64_t k = 0;
 #if defined(__SSE2__)
-  if (reinterpret_cast<uintptr_t>(dst) % 16 == 0) {
+  if (stream && reinterpret_cast<uintptr_t>(dst) % 16 == 0) {
     if constexpr (std::is_same_v<T, float>)
       for (; k + 4 <= n; k += 4) _mm_stream_ps(dst + k, _mm_loadu_ps(src + k));
     else
@@ -156,30 +157,35 @@ std::vector<Tensor> run(const FusedProgram& prog, const std::vector<Tensor>& inp
     in_kind[k] = inputs[k].is_contiguous() ? In::Dense
                  : cpu::is_broadcast_scalar(inputs[k]) ? In::Scalar : In::Strided;
 
-  std::vector<T> buf(S * kFusedTile);
+  // Streaming stores and prefetches pay only on tensors far larger than the caches: a small
+  // output is read again soon (by the next op) and should stay in cache.
+  const bool large = n * static_cast<int64_t>(sizeof(T)) >= (int64_t{8} << 20);
+  std::vector<const T*> base(inputs.size());
+  for (size_t k = 0; k < inputs.size(); ++k) base[k] = cpu::ptr<const T>(inputs[k]);
+  std::unique_ptr<T[]> buf(new T[S * kFusedTile]);  // every register's tile (not zeroed: written first)
   std::vector<Reg<T>> reg(S);
   for (int64_t i0 = 0; i0 < n; i0 += kFusedTile) {
     const int64_t len = std::min(kFusedTile, n - i0);
     // The next tile of each dense input is fetched while this one is computed.
-    for (size_t k = 0; k < inputs.size(); ++k)
+    for (size_t k = 0; k < inputs.size() && large; ++k)
       if (in_kind[k] == In::Dense && i0 + kFusedTile < n) {
-        const char* next = reinterpret_cast<const char*>(cpu::ptr<const T>(inputs[k]) + i0 + kFusedTile);
+        const char* next = reinterpret_cast<const char*>(base[k] + i0 + kFusedTile);
         const int64_t bytes = std::min(kFusedTile, n - i0 - kFusedTile) * static_cast<int64_t>(sizeof(T));
         for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(next + b);
       }
     for (size_t s = 0; s < S; ++s) {
       const FusedStep& st = prog.steps[s];
-      T* dst = buf.data() + s * kFusedTile;
+      T* dst = buf.get() + s * kFusedTile;
       Reg<T>& r = reg[s];
       if (r.scalar) continue;  // computed on the first tile
       r = Reg<T>{dst, false, T(0)};
       switch (st.kind) {
         case Kind::Input: {
           const Tensor& x = inputs[static_cast<size_t>(st.index)];
-          const T* base = cpu::ptr<const T>(x);
-          if (in_kind[st.index] == In::Dense) r.p = base + i0;
-          else if (in_kind[st.index] == In::Scalar) r = Reg<T>{nullptr, true, *base};
-          else gather(base, x.sizes(), x.strides(), i0, len, dst);
+          const T* b = base[static_cast<size_t>(st.index)];
+          if (in_kind[st.index] == In::Dense) r.p = b + i0;
+          else if (in_kind[st.index] == In::Scalar) r = Reg<T>{nullptr, true, *b};
+          else gather(b, x.sizes(), x.strides(), i0, len, dst);
           break;
         }
         case Kind::Const: r = Reg<T>{nullptr, true, static_cast<T>(st.p)}; break;
@@ -249,7 +255,7 @@ std::vector<Tensor> run(const FusedProgram& prog, const std::vector<Tensor>& inp
       if (out.reduce == Reduce::None) {
         T* dst = cpu::ptr<T>(outs[o]) + i0;
         if (r.scalar) std::fill(dst, dst + len, r.s);
-        else store_out(dst, r.p, len);
+        else store_out(dst, r.p, len, large);
       } else if (out.reduce == Reduce::All) {
         acc[o][0] += tile_sum(r, 0, len);
       } else {  // LastDim: row by row through the tile
