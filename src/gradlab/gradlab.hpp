@@ -39,3 +39,4 @@
 #include "gradlab/testing/op_table.hpp"
 #include "gradlab/jit/trace.hpp"
 #include "gradlab/jit/compile.hpp"
+#include "gradlab/onnx/export.hpp"
