@@ -117,6 +117,14 @@ std::string emit_gelu(Emitter& E, const std::string& x, ScalarType dt) {
   return E.op("Mul", {h, E.scalar(0.5, dt, "half")});
 }
 
+// Conv / MaxPool window attributes (pads: begin h, begin w, end h, end w).
+void window_attrs(::onnx::NodeProto* n, IntPair kernel, IntPair stride, IntPair padding, IntPair dilation) {
+  Emitter::attr(n, "kernel_shape", std::vector<int64_t>{kernel.h, kernel.w});
+  Emitter::attr(n, "strides", std::vector<int64_t>{stride.h, stride.w});
+  Emitter::attr(n, "pads", std::vector<int64_t>{padding.h, padding.w, padding.h, padding.w});
+  Emitter::attr(n, "dilations", std::vector<int64_t>{dilation.h, dilation.w});
+}
+
 void require_eval(const nn::Module& m, const char* type) {
   if (m.is_training())
     throw ValueError(error_message("onnx::export_model",
@@ -156,10 +164,7 @@ std::string emit_module(Emitter& E, const nn::Module& m, const std::string& x, T
     if (c->bias.defined()) in.push_back(E.init(c->bias, "conv_bias"));
     std::string out;
     auto* n = E.node("Conv", in, out);
-    Emitter::attr(n, "kernel_shape", std::vector<int64_t>{o.kernel_size().h, o.kernel_size().w});
-    Emitter::attr(n, "strides", std::vector<int64_t>{o.stride().h, o.stride().w});
-    Emitter::attr(n, "pads", std::vector<int64_t>{o.padding().h, o.padding().w, o.padding().h, o.padding().w});
-    Emitter::attr(n, "dilations", std::vector<int64_t>{o.dilation().h, o.dilation().w});
+    window_attrs(n, o.kernel_size(), o.stride(), o.padding(), o.dilation());
     v = y;
     return out;
   }
@@ -170,10 +175,7 @@ std::string emit_module(Emitter& E, const nn::Module& m, const std::string& x, T
     const IntPair st = o.stride().value_or(o.kernel_size());
     std::string out;
     auto* n = E.node("MaxPool", {x}, out);
-    Emitter::attr(n, "kernel_shape", std::vector<int64_t>{o.kernel_size().h, o.kernel_size().w});
-    Emitter::attr(n, "strides", std::vector<int64_t>{st.h, st.w});
-    Emitter::attr(n, "pads", std::vector<int64_t>{o.padding().h, o.padding().w, o.padding().h, o.padding().w});
-    Emitter::attr(n, "dilations", std::vector<int64_t>{o.dilation().h, o.dilation().w});
+    window_attrs(n, o.kernel_size(), st, o.padding(), o.dilation());
     v = y;
     return out;
   }
