@@ -39,7 +39,7 @@ std::string round_trip(const std::function<void(const std::string&)>& do_export,
   io::save_npy(x, in);
   io::save_npy(want, out);
   if (!fs::exists(venv_python())) return "skip: no " + venv_python().string() + " (run tools/setup.sh)";
-  const std::string cmd = venv_python().string() + " checks/onnx/onnxruntime_check.py " + model.string() +
+  const std::string cmd = venv_python().string() + " tools/onnxruntime_check.py " + model.string() +
                           " " + in.string() + " " + out.string() + " > " + log.string() + " 2>&1";
   const int rc = std::system(cmd.c_str());
   std::ifstream f(log);

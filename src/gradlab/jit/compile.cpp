@@ -509,13 +509,15 @@ std::shared_ptr<Plan> build_plan(Graph g, const CompileOptions& opt) {
       }
       why = "operands of different shapes without an expand";
     }
-    close();
-    items.push_back({ki, nullptr});
     if (why.empty()) {
-      if (is_sum) why = "a reduction not at the end of an elementwise chain (or over other dims)";
+      if (is_sum && !reg.count(n.inputs[0]))
+        why = "a reduction with no elementwise chain before it to fuse with";
+      else if (is_sum) why = "a reduction over other dims than all or the last";
       else if (n.op_name == "PowBackward1") why = "pow with a tensor exponent is not fused";
       else why = "not an elementwise op";
     }
+    close();
+    items.push_back({ki, nullptr});
     if (!is_expand) plan->notes.push_back(n.kind + ": ran eager (" + why + ")");
   }
   close();
