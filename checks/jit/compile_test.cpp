@@ -120,6 +120,12 @@ TEST(Compile, FallsBackWithAReason) {
   EXPECT_TRUE(allclose(branchy(pos), pos * 2 + 1));
   EXPECT_TRUE(allclose(branchy(neg), -neg - 1));  // the other branch: right, because eager
   EXPECT_EQ(branchy.report().rfind("eager: ", 0), 0u) << branchy.report();
+  // Random draws (Dropout in training mode): eager, so every call draws a new mask.
+  nn::Dropout drop(0.5);
+  auto dropped = jit::compile([&](const Tensor& x) { return drop(x) * 2 + 1; });
+  Tensor big = ones({1000});
+  EXPECT_FALSE(equal(dropped(big), dropped(big)));
+  EXPECT_NE(dropped.report().find("draws random numbers"), std::string::npos) << dropped.report();
   // An integer chain and a tensor-exponent pow stay eager, each with its reason.
   auto ints = jit::compile([](const Tensor& x) { return pow(x, x) + x * 3; });
   Tensor xi = arange(5, dtype(kInt64));

@@ -115,6 +115,17 @@ TEST(Trace, CheckCatchesAFrozenValueWithTheSameOps) {
   }
 }
 
+TEST(Trace, WarnsOnRandomDraws) {
+  nn::Dropout drop(0.5);  // training mode: a new mask per call
+  jit::TraceOptions quiet;
+  quiet.print_warnings = false;
+  jit::Graph g = jit::trace([&](const Tensor& x) { return drop(x); }, ones({100}), quiet);
+  ASSERT_EQ(g.warnings.size(), 1u);
+  EXPECT_NE(g.warnings[0].find("random numbers"), std::string::npos) << g.warnings[0];
+  drop->eval();
+  EXPECT_TRUE(jit::trace([&](const Tensor& x) { return drop(x); }, ones({100}), quiet).warnings.empty());
+}
+
 TEST(Trace, NoTraceNoHook) {
   // Outside a trace nothing is recorded: a second trace starts empty.
   relu_affine(randn({2}));

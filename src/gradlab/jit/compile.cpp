@@ -370,9 +370,12 @@ std::shared_ptr<Plan> build_plan(Graph g, const CompileOptions& opt) {
   const Graph& G = plan->graph;
   if (!G.warnings.empty()) {
     plan->eager = true;
-    plan->eager_reason = "the function reads tensor values on the host while traced (" +
-                         std::to_string(G.warnings.size()) +
-                         " TracerWarning); its control flow may depend on data, so it runs eagerly";
+    const bool random = G.warnings.back().find("random numbers") != std::string::npos;
+    plan->eager_reason =
+        random ? "the function draws random numbers while traced (a trace would freeze them), so it runs eagerly"
+               : "the function reads tensor values on the host while traced (" +
+                     std::to_string(G.warnings.size()) +
+                     " TracerWarning); its control flow may depend on data, so it runs eagerly";
     return plan;
   }
   // Uses of each value outside a given node (to find region outputs).

@@ -9,9 +9,11 @@
 // the region's values tile by tile from its inputs, so it saves only the inputs).
 //
 // NOTE: like any trace, a compiled function sees one path through data-dependent control flow.
-// A function that reads tensor values on the host while traced (item(), to_vector()) runs eagerly
-// instead, and report() says so. Double backward (create_graph) through a fused region is not
-// supported: it throws AutogradError.
+// A function that reads tensor values on the host while traced (item(), to_vector()), or draws
+// random numbers from the default generator (Dropout in training mode), runs eagerly instead, and
+// report() says so. A module's train / eval switch is not part of the signature: compile again
+// after changing it. Double backward (create_graph) through a fused region throws AutogradError.
+// A CompiledFunction is not thread-safe (its plan cache): one per thread.
 
 #include <functional>
 #include <map>

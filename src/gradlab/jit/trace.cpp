@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "gradlab/autograd/grad_mode.hpp"
+#include "gradlab/core/generator.hpp"
 #include "gradlab/core/host_read.hpp"
 #include "gradlab/ops/ops.hpp"
 
@@ -59,6 +60,10 @@ class Tracer {
     auto it = ids_.find(t.impl());
     if (it != ids_.end()) return it->second;
     return add_value(t, Value::Kind::Constant);
+  }
+  void warn(std::string w) {
+    if (print_warnings_) std::cerr << w << "\n";
+    g_.warnings.push_back(std::move(w));
   }
   Graph finish(const std::vector<Tensor>& results) {
     for (const auto& r : results) g_.outputs.push_back(id_of(r));
@@ -156,7 +161,14 @@ Graph trace_impl(const TracedFn& fn, const std::vector<Tensor>& inputs, bool pri
                   "defined tensors", "Tensor()");
     tracer.add_input(t);
   }
+  // NOTE: random draws inside fn (Dropout in training mode, randn) become constants of the
+  // trace: every replay would reuse the same mask. Seen as a change of the default generator.
+  const std::string rng_before = default_generator().get_state();
   std::vector<Tensor> results = fn(inputs);
+  if (default_generator().get_state() != rng_before)
+    tracer.warn("TracerWarning: the function drew random numbers from the default generator "
+                "(Dropout in training mode, randn ...); the trace freezes them as constants, so "
+                "every replay would reuse the same draw");
   return tracer.finish(results);
 }
 

@@ -56,7 +56,8 @@ class Graph {
   std::vector<Node> nodes;
   std::vector<int> inputs;   ///< value ids of the function's inputs
   std::vector<int> outputs;  ///< value ids of the function's results
-  /// TracerWarnings (host reads of tensor values during the trace), each once.
+  /// TracerWarnings: host reads of tensor values during the trace (each place once), and random
+  /// draws from the default generator.
   std::vector<std::string> warnings;
 
   /// Runs the recorded ops on new inputs (same count, shapes and dtypes as the example).
