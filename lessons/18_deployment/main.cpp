@@ -149,7 +149,7 @@ int main() {
                                          gl::testing::GradcheckOptions().raise_exception(false));
     L.check(report.ok, "gradcheck (float64) passes on the compiled function: the fused backward is right");
     // Speed, against eager in the same run. NOTE: a loaded machine slows both; the claim asks for
-    // 1.3x (about 3x is typical here), re-measured up to 3 rounds when a busy spell spoils one.
+    // 1.3x (2-3x is typical here), re-measured up to 3 rounds when a busy spell spoils one.
     double t_eager = 0, t_compiled = 0;
     for (int round = 0; round < 3 && (round == 0 || t_eager < 1.3 * t_compiled); ++round) {
       t_eager = best_ms([&] { layer_norm_chain(in); }, 3, 5);
