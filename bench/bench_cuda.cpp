@@ -13,6 +13,17 @@
 //                               backward (softmax inside), float32             counter items (rows)
 //   mlp_step/batch:<B>/{cpu,gpu}     one training step of bench_train's 64-128-10 ReLU MLP:
 //                               zero_grad + forward + cross-entropy + backward + SGD step
+//   index_check/<op>/{blocking,device}   GPU only: the same op with its index check waiting for
+//                               its result at the op (cuda::set_blocking_index_checks(true): one
+//                               blocking device-to-host copy per check, what every check cost
+//                               before) vs on the device (the default: the error record is read
+//                               at the next synchronization, here cuda::Timer::elapsed_ms after
+//                               the stop event, so outside the timed interval, as a training
+//                               loop pays it once per loss.item()). <op>:
+//                                 index_select:<B>  B rows of a [65536, 128] float32 table
+//                                 gather:<N>x<C>    logits.gather(1, target[:, None])
+//                                 softmax_xent:<N>x<C>  cross_entropy forward + backward
+//                                 mlp_step:<B>      the mlp_step above
 //
 // Timing. CPU: wall clock (UseRealTime; OpenBLAS uses its default thread count). GPU: CUDA events
 // (cuda::Timer) around one call, after a warm-up, reported as manual time (UseManualTime); the
@@ -241,6 +252,59 @@ void bm_mlp_step(benchmark::State& state, int64_t batch, bool gpu) {
   state.SetItemsProcessed(state.iterations() * batch);
 }
 
+// ---- index checks: blocking at the op vs on the device -------------------------------------------
+
+// Blocking (or device-side) index checks for one scope.
+struct BlockingChecks {
+  explicit BlockingChecks(bool on) : was_(gl::cuda::blocking_index_checks()) {
+    gl::cuda::set_blocking_index_checks(on);
+  }
+  ~BlockingChecks() { gl::cuda::set_blocking_index_checks(was_); }
+  BlockingChecks(const BlockingChecks&) = delete;
+  BlockingChecks& operator=(const BlockingChecks&) = delete;
+  bool was_;
+};
+
+void bm_check_index_select(benchmark::State& state, int64_t rows, bool blocking) {
+  const std::string key = "index_select:" + std::to_string(rows);
+  auto in = cached(key, [&] {
+    gl::Generator gen(3);
+    gl::Tensor table = gl::randn({65536, 128}, {}, &gen);
+    gl::Tensor idx = gl::randint(0, 65536, {rows}, {}, &gen);
+    return std::vector<gl::Tensor>{table, idx, table.cuda(), idx.cuda()};
+  });
+  BlockingChecks checks(blocking);
+  if (!validated_once(
+          state, key + (blocking ? ":blocking" : ":device"),
+          [&] { return rel_err(gl::index_select(in[2], 0, in[3]), gl::index_select(in[0], 0, in[1])); }, 0.0))
+    return;
+  run(state, true, [&] { return gl::index_select(in[2], 0, in[3]); });
+  state.SetItemsProcessed(state.iterations() * rows);
+}
+
+void bm_check_gather(benchmark::State& state, int64_t rows, int64_t classes, bool blocking) {
+  const std::string key = "xent:" + std::to_string(rows) + "x" + std::to_string(classes);
+  auto in = cached(key + ":gpu", [&] { return xent_inputs(rows, classes, true); });
+  BlockingChecks checks(blocking);
+  gl::NoGradGuard no_grad;
+  auto op = [&](int k) { return gl::gather(in[k], 1, in[k + 1].unsqueeze(1)); };
+  if (!validated_once(state, "gather:" + key + (blocking ? ":blocking" : ":device"),
+                      [&] { return rel_err(op(2), op(0)); }, 0.0))
+    return;
+  run(state, true, [&] { return op(2); });
+  state.SetItemsProcessed(state.iterations() * rows);
+}
+
+void bm_check_xent(benchmark::State& state, int64_t rows, int64_t classes, bool blocking) {
+  BlockingChecks checks(blocking);
+  bm_xent(state, rows, classes, true);
+}
+
+void bm_check_mlp_step(benchmark::State& state, int64_t batch, bool blocking) {
+  BlockingChecks checks(blocking);
+  bm_mlp_step(state, batch, true);
+}
+
 // ---- registration ----------------------------------------------------------------------------
 
 std::string mega(int64_t n) { return std::to_string(n >> 20) + "M"; }
@@ -313,6 +377,28 @@ void register_all() {
     const std::string g = "mlp_step/batch:" + std::to_string(batch) + "/";
     reg(g + "cpu", false, kMicrosecond, [batch](auto& s) { bm_mlp_step(s, batch, false); });
     if (gpu) reg(g + "gpu", true, kMicrosecond, [batch](auto& s) { bm_mlp_step(s, batch, true); });
+  }
+  if (!gpu) return;
+  // The baseline (first variant) of each group is the blocking check.
+  const char* variants[] = {"blocking", "device"};
+  for (int64_t rows : {256, 4096}) {
+    const std::string g = "index_check/index_select:" + std::to_string(rows) + "/";
+    for (int v = 0; v < 2; ++v)
+      reg(g + variants[v], true, kMicrosecond, [=](auto& s) { bm_check_index_select(s, rows, v == 0); });
+  }
+  for (auto [rows, classes] : {std::pair<int64_t, int64_t>{4096, 10}, {65536, 1000}}) {
+    const std::string shape = std::to_string(rows) + "x" + std::to_string(classes) + "/";
+    for (int v = 0; v < 2; ++v)
+      reg("index_check/gather:" + shape + variants[v], true, kMicrosecond,
+          [=](auto& s) { bm_check_gather(s, rows, classes, v == 0); });
+    for (int v = 0; v < 2; ++v)
+      reg("index_check/softmax_xent:" + shape + variants[v], true, kMicrosecond,
+          [=](auto& s) { bm_check_xent(s, rows, classes, v == 0); });
+  }
+  for (int64_t batch : {64, 1024}) {
+    const std::string g = "index_check/mlp_step:" + std::to_string(batch) + "/";
+    for (int v = 0; v < 2; ++v)
+      reg(g + variants[v], true, kMicrosecond, [=](auto& s) { bm_check_mlp_step(s, batch, v == 0); });
   }
 }
 

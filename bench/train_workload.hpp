@@ -9,7 +9,11 @@
 //                                as the LibTorch run), standardized inputs, SGD(0.05, momentum
 //                                0.9); counters: test accuracy, peak RSS of the process (MB) and
 //                                peak tensor memory (memory::max_allocated, MB)
-//   digits_run/gradlab_dataloader  the same run fed by data::DataLoader (per-sample get + collate)
+//   digits_run/gradlab_dataloader  the same run fed by data::DataLoader (TensorDataset's batched
+//                                fetch: one index_select per tensor and batch)
+//   digits_run/gradlab_dataloader_per_sample  the same DataLoader over a dataset without
+//                                get_batch (per-sample get + stack_collate, the path custom
+//                                datasets take)
 //
 // Names follow tools/bench_ratios.py's <group>/<variant> convention (the first variant of a
 // group is the baseline: LibTorch in bench_train_torch).
@@ -25,6 +29,7 @@
 
 #include <algorithm>
 #include <gradlab/gradlab.hpp>
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -75,9 +80,23 @@ inline void gradlab_mlp_step(benchmark::State& state, int64_t batch) {
   state.SetItemsProcessed(state.iterations() * batch);
 }
 
-/// Trains the digits MLP for 20 epochs; returns the test accuracy. With `loader`, batches come
-/// from data::DataLoader; otherwise from index_select over a shuffled permutation.
-inline double gradlab_digits_run(bool loader) {
+/// How the digits run gets its batches.
+enum class Feed { IndexSelect, Loader, LoaderPerSample };
+
+/// A dataset's samples without its batched fetch: the DataLoader's per-sample path.
+class PerSampleOnly : public gl::data::Dataset {
+ public:
+  explicit PerSampleOnly(std::shared_ptr<gl::data::Dataset> d) : d_(std::move(d)) {}
+  gl::data::Example<> get(size_t i) override { return d_->get(i); }
+  size_t size() const override { return d_->size(); }
+
+ private:
+  std::shared_ptr<gl::data::Dataset> d_;
+};
+
+/// Trains the digits MLP for 20 epochs; returns the test accuracy. Batches come from
+/// index_select over a shuffled permutation, or from data::DataLoader (batched or per sample).
+inline double gradlab_digits_run(Feed feed) {
   const Digits& d = digits();
   gl::manual_seed(0);
   gl::nn::Sequential model(gl::nn::Linear(64, 128), gl::nn::ReLU(), gl::nn::Linear(128, 10));
@@ -89,9 +108,11 @@ inline double gradlab_digits_run(bool loader) {
     loss.backward();
     opt.step();
   };
-  if (loader) {
-    gl::data::DataLoader dl(gl::data::TensorDataset(d.x_train, d.y_train),
-                            gl::data::DataLoaderOptions(64).shuffle(true).seed(0));
+  if (feed != Feed::IndexSelect) {
+    std::shared_ptr<gl::data::Dataset> ds =
+        std::make_shared<gl::data::TensorDataset>(d.x_train, d.y_train);
+    if (feed == Feed::LoaderPerSample) ds = std::make_shared<PerSampleOnly>(ds);
+    gl::data::DataLoader dl(ds, gl::data::DataLoaderOptions(64).shuffle(true).seed(0));
     for (int epoch = 0; epoch < 20; ++epoch)
       for (gl::data::Batch& b : dl) step(b.data, b.target);
   } else {
@@ -111,11 +132,11 @@ inline double gradlab_digits_run(bool loader) {
   return gl::mean((pred == d.y_test).to(gl::kFloat32)).item<double>();
 }
 
-inline void gradlab_digits(benchmark::State& state, bool loader) {
+inline void gradlab_digits(benchmark::State& state, Feed feed) {
   digits();  // load outside the timed region
   gl::memory::reset_peak();
   double acc = 0;
-  for (auto _ : state) acc = gradlab_digits_run(loader);
+  for (auto _ : state) acc = gradlab_digits_run(feed);
   state.counters["test_acc"] = acc;
   state.counters["peak_rss_MB"] = peak_rss_mb();
   state.counters["peak_tensor_MB"] = static_cast<double>(gl::memory::max_allocated()) / (1 << 20);
@@ -134,9 +155,12 @@ inline void register_gradlab_mlp_step() {
         ->Unit(benchmark::kMicrosecond);
 }
 inline void register_gradlab_digits() {
-  benchmark::RegisterBenchmark("digits_run/gradlab", gradlab_digits, false)
+  benchmark::RegisterBenchmark("digits_run/gradlab", gradlab_digits, Feed::IndexSelect)
       ->Unit(benchmark::kMillisecond);
-  benchmark::RegisterBenchmark("digits_run/gradlab_dataloader", gradlab_digits, true)
+  benchmark::RegisterBenchmark("digits_run/gradlab_dataloader", gradlab_digits, Feed::Loader)
+      ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("digits_run/gradlab_dataloader_per_sample", gradlab_digits,
+                               Feed::LoaderPerSample)
       ->Unit(benchmark::kMillisecond);
 }
 

@@ -297,6 +297,7 @@ gpu = data.get("context", {}).get("gpu", "?")
 print(f"bench_cuda, median of repetitions; GPU: {gpu}")
 print(f"{'op':<14}{'size':<12}{'CPU':>14}{'GPU':>14}{'speed-up':>10}{'CPU GB/s':>10}{'GPU GB/s':>10}")
 tiled = []
+checks = []  # index_check/<op>/{blocking,device}: the index checks at the op vs on the device
 errors = OrderedDict()  # one line per failed benchmark, however many repetitions failed
 for (op, size), variants in runs.items():
     for v, reps in variants.items():
@@ -306,6 +307,9 @@ for (op, size), variants in runs.items():
     if op == "gemm_kernel":
         c, t = variants.get("cublas", []), variants.get("tiled", [])
         tiled.append((size, med(c, 0), med(t, 0), med(c, 3), med(t, 3)))
+        continue
+    if op == "index_check":
+        checks.append((size, med(variants.get("blocking", []), 0), med(variants.get("device", []), 0)))
         continue
     cpu, gpu_ms = med(variants.get("cpu", []), 0), med(variants.get("gpu", []), 0)
     speed = f"{cpu / gpu_ms:9.1f}x" if cpu and gpu_ms else "-"
@@ -319,6 +323,11 @@ if tiled:
     for size, c, t, cf, tfl in tiled:
         ratio = f"{t / c:11.1f}x" if c and t else "-"
         print(f"{'gemm':<14}{size:<12}{fmt_ms(c):>14}{fmt_ms(t):>14}{ratio:>12}{tf(cf):>13}{tf(tfl):>12}")
+if checks:
+    print(f"\n{'index checks (GPU)':<26}{'blocking':>14}{'on device':>14}{'speed-up':>10}")
+    for size, b, d in checks:
+        speed = f"{b / d:9.2f}x" if b and d else "-"
+        print(f"{'':<4}{size:<22}{fmt_ms(b):>14}{fmt_ms(d):>14}{speed:>10}")
 if any(op == "matmul" for op, _ in runs):
     print("(CPU matmul stops at n = 2048: larger n take seconds per call on the CPU)")
 for name, e in errors.items():

@@ -17,6 +17,11 @@ packages=(
   zlib1g-dev clang-14 libclang-rt-14-dev
   python3-venv python3-matplotlib
   libopenmpi-dev openmpi-bin
+  # notebooks: the kernel xgradlab (xeus + clang 19's Interpreter, whose headers include LLVM's:
+  # llvm-19-dev), clang++-19 for the C++17 header test, nbclient / jupyter_client to run them
+  xeus-dev libclang-19-dev libclang-cpp19-dev llvm-19-dev clang-19
+  python3-nbclient python3-jupyter-client python3-nbformat
+  # ONNX export: the ONNX protobuf schema + checker (onnxruntime comes from PyPI into .venv)
   libonnx-dev libprotobuf-dev protobuf-compiler
 )
 

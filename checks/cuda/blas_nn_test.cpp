@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <string>
 #include <vector>
@@ -456,12 +457,13 @@ TEST(CudaBlasNN, CrossEntropyManyRowsAndBadTargets) {
                cross_entropy(x0, from_vector(tv, {N}, dtype(kInt64)), none), "2500 rows", true);
   tv[2100] = 3, tv[2400] = -1;
   const Tensor bad = from_vector(tv, {N}, dtype(kInt64));
+  // raised at the next synchronization (the .cpu()), or at the op with GRADLAB_CUDA_SYNC=1
   try {
-    (void)cross_entropy(x0.cuda(), bad.cuda(), none);
+    (void)cross_entropy(x0.cuda(), bad.cuda(), none).cpu();
     ADD_FAILURE() << "no error for a target out of range";
   } catch (const ShapeError& e) {
     const std::string msg = e.what();
-    EXPECT_NE(msg.find("target out of range at position 2100"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("cross_entropy: target out of range at position 2100"), std::string::npos) << msg;
     EXPECT_NE(msg.find("a class index in [0, 3)"), std::string::npos) << msg;
     EXPECT_NE(msg.find("got 3"), std::string::npos) << msg;
   }
@@ -475,8 +477,65 @@ TEST(CudaBlasNN, CrossEntropyManyRowsAndBadTargets) {
   // a negative target in the first chunk
   std::vector<int64_t> t2 = {0, 1, -5, 2};
   EXPECT_THROW((void)cross_entropy(rnd({4, 3}, kFloat64, 1).cuda(),
-                                   from_vector(t2, {4}, dtype(kInt64)).cuda(), none),
+                                   from_vector(t2, {4}, dtype(kInt64)).cuda(), none).cpu(),
                ShapeError);
+  EXPECT_NO_THROW(cuda::synchronize());
+}
+
+// The target check and the valid-row count stay on the device: the op returns without waiting,
+// a bad row's loss is NaN (its logits are never read through the bad label), the mean divides
+// by the count on the device, and the error comes at the next synchronization.
+TEST(CudaBlasNN, CrossEntropyTargetErrorIsDeferredAndTheMeanUsesTheDeviceCount) {
+  CUDA_TEST_SETUP();
+  const Tensor x = rnd({5, 4}, kFloat64, 8);
+  const std::vector<int64_t> good{0, -100, 3, 2, -100};  // two rows ignored: mean over 3
+  for (double smoothing : {0.0, 0.1}) {
+    const auto opts = CrossEntropyFuncOptions().label_smoothing(smoothing);
+    Tensor xc = x.cuda().requires_grad_(), xg = x.clone().requires_grad_();
+    Tensor lc = cross_entropy(xc, from_vector(good, {5}, dtype(kInt64)).cuda(), opts);
+    Tensor lg = cross_entropy(xg, from_vector(good, {5}, dtype(kInt64)), opts);
+    expect_close(lc, lg, "mean over the kept rows");
+    lc.backward();
+    lg.backward();
+    expect_close(xc.grad(), xg.grad(), "dlogits / valid rows");
+  }
+  // every row ignored: 0 / 0 = NaN, as on the CPU
+  const std::vector<int64_t> none_kept(5, -100);
+  EXPECT_TRUE(std::isnan(cross_entropy(x.cuda(), from_vector(none_kept, {5}, dtype(kInt64)).cuda()).item<double>()));
+  EXPECT_TRUE(std::isnan(cross_entropy(x, from_vector(none_kept, {5}, dtype(kInt64))).item<double>()));
+  if (testing_cuda::sync_each_launch()) return;  // then the error is raised at the op
+  const std::vector<int64_t> bad{0, 1, 9, 2, 7};
+  Tensor per_row;
+  ASSERT_NO_THROW(per_row = cross_entropy(x.cuda(), from_vector(bad, {5}, dtype(kInt64)).cuda(),
+                                          CrossEntropyFuncOptions().reduction(nn::functional::kNone)));
+  try {
+    cuda::synchronize();
+    ADD_FAILURE() << "no error at the synchronization";
+  } catch (const ShapeError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("cross_entropy: target out of range at position 2; expected a class index in [0, 4), got 9"),
+              std::string::npos) << msg;
+    EXPECT_NE(msg.find("raised at the next synchronization, cuda::synchronize"), std::string::npos) << msg;
+  }
+  const std::vector<double> rows = per_row.cpu().to_vector<double>();
+  EXPECT_TRUE(std::isnan(rows[2]) && std::isnan(rows[4])) << "bad rows are NaN";
+  EXPECT_FALSE(std::isnan(rows[0]) || std::isnan(rows[1]) || std::isnan(rows[3]));
+  // blocking checks: raised at the op, word for word the CPU's message
+  cuda::set_blocking_index_checks(true);
+  std::string gpu_msg, cpu_msg;
+  try {
+    (void)cross_entropy(x.cuda(), from_vector(bad, {5}, dtype(kInt64)).cuda());
+  } catch (const ShapeError& e) {
+    gpu_msg = e.what();
+  }
+  cuda::set_blocking_index_checks(false);
+  try {
+    (void)cross_entropy(x, from_vector(bad, {5}, dtype(kInt64)));
+  } catch (const ShapeError& e) {
+    cpu_msg = e.what();
+  }
+  EXPECT_FALSE(cpu_msg.empty());
+  EXPECT_EQ(gpu_msg, cpu_msg);
 }
 
 // ---- fused optimizer steps

@@ -37,6 +37,11 @@ inline std::string select_backend() {
   if (!cuda::emulator::enabled()) cuda::emulator::enable();
   return {};
 }
+/// GRADLAB_CUDA_SYNC=1: every kernel is waited for and CUDA index checks raise at the op.
+inline bool sync_each_launch() {
+  const char* v = std::getenv("GRADLAB_CUDA_SYNC");
+  return v && std::strcmp(v, "1") == 0;
+}
 /// Short name of the backend under test, for messages.
 inline const char* backend_name() { return want_device() ? "GPU" : "host emulator"; }
 

@@ -473,6 +473,9 @@ inline Outcome check_case(const OpSpec& spec, const OpCase& c, ScalarType dt, Dr
         return fail("harness", "input " + std::to_string(j) + " did not keep its layout on CUDA");
     }
     outs_b = spec.op(ins_b, c.params);
+    // A CUDA index check is raised at the next synchronization (or at the op under
+    // GRADLAB_CUDA_SYNC=1): the rejection counts either way.
+    cuda::synchronize();
   } catch (const std::exception& e) {
     cuda_error = error_kind(e) + ": " + e.what();
   }

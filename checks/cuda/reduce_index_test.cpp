@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <limits>
 #include <string>
@@ -518,44 +519,136 @@ TEST_F(CudaReduceIndex, IndexGradientsFlowBackToTheCpuLeaf) {
 }
 
 // ---- bad input: the CPU's error type and message ----------------------------------------------
+// A CUDA index check runs on the device: its error is raised at the next synchronization (here
+// the .cpu() after the op), or at the op itself with GRADLAB_CUDA_SYNC=1 (tools/gpu_check.sh
+// runs the tests once that way) or blocking checks. Either way the message starts with the
+// CPU's, word for word; raised later, it goes on to say where.
+void expect_cpu_error_first(const std::string& what, const std::string& cpu, const std::string& cuda) {
+  ASSERT_FALSE(cpu.empty()) << what << ": no CPU error";
+  ASSERT_GE(cuda.size(), cpu.size()) << what << ": " << cuda;
+  EXPECT_EQ(cuda.substr(0, cpu.size()), cpu) << what;
+  if (cuda.size() > cpu.size()) {
+    EXPECT_THAT(cuda, ::testing::HasSubstr("raised at the next synchronization, copy (cuda -> cpu)")) << what;
+  }
+}
+
 TEST_F(CudaReduceIndex, OutOfRangeIndicesGiveTheCpuError) {
   GRADLAB_USE_CUDA_BACKEND();
   manual_seed(25);
   const Tensor x = randn({4, 6});
   const Tensor xc = x.cuda();
-  auto same_error = [](const std::string& what, const std::function<void()>& on_cpu, const std::function<void()>& on_cuda) {
-    EXPECT_THROW(on_cuda(), ShapeError) << what;
-    const std::string a = error_of(on_cpu), b = error_of(on_cuda);
-    EXPECT_EQ(a, b) << what;
+  auto same_error = [](const std::string& what, const std::function<void()>& on_cpu,
+                       const std::function<Tensor()>& on_cuda) {
+    EXPECT_THROW((void)on_cuda().cpu(), ShapeError) << what;
+    const std::string a = error_of(on_cpu), b = error_of([&] { (void)on_cuda().cpu(); });
+    expect_cpu_error_first(what, a, b);
     EXPECT_THAT(b, ::testing::HasSubstr("index out of range")) << what;
+    // raised once: the record is clear afterwards
+    EXPECT_NO_THROW(cuda::synchronize()) << what;
   };
   for (int bad : {6, -1, 1000}) {
     const Tensor gi = tensor({{0, 1}, {2, bad}, {0, 0}, {5, 5}});
-    same_error("gather " + std::to_string(bad), [&] { (void)gather(x, 1, gi); }, [&] { (void)gather(xc, 1, gi.cuda()); });
+    same_error("gather " + std::to_string(bad), [&] { (void)gather(x, 1, gi); }, [&] { return gather(xc, 1, gi.cuda()); });
     const Tensor ii = tensor({0, 5, bad, 2});
-    same_error("index_select", [&] { (void)index_select(x, 1, ii); }, [&] { (void)index_select(xc, 1, ii.cuda()); });
+    same_error("index_select", [&] { (void)index_select(x, 1, ii); }, [&] { return index_select(xc, 1, ii.cuda()); });
     same_error("index_add", [&] { (void)index_add(x, 1, ii, randn({4, 4})); },
-               [&] { (void)index_add(xc, 1, ii.cuda(), randn({4, 4}).cuda()); });
+               [&] { return index_add(xc, 1, ii.cuda(), randn({4, 4}).cuda()); });
     same_error("scatter_add", [&] { (void)scatter_add(x, 1, gi, ones({4, 2})); },
-               [&] { (void)scatter_add(xc, 1, gi.cuda(), ones({4, 2}).cuda()); });
+               [&] { return scatter_add(xc, 1, gi.cuda(), ones({4, 2}).cuda()); });
   }
   // a long index (the check runs in rounds): the first bad position is named, from either side
   Tensor big = randint(0, 6, {20000});
   big.narrow(0, 17001, 1).fill_(-3);
   big.narrow(0, 5000, 1).fill_(6);
   big.narrow(0, 12345, 1).fill_(99);
-  same_error("long index", [&] { (void)index_select(x, 1, big); }, [&] { (void)index_select(xc, 1, big.cuda()); });
-  EXPECT_THAT(error_of([&] { (void)index_select(xc, 1, big.cuda()); }), ::testing::HasSubstr("position 5000"));
+  same_error("long index", [&] { (void)index_select(x, 1, big); }, [&] { return index_select(xc, 1, big.cuda()); });
+  EXPECT_THAT(error_of([&] { (void)index_select(xc, 1, big.cuda()).cpu(); }), ::testing::HasSubstr("position 5000"));
   // a strided index: positions count in its row-major order
   const Tensor gt = tensor({{0, 1, 2, 3}, {4, 5, 7, 0}}).t();  // [4, 2], bad value 7 at row-major 5
   const Tensor gtc = tensor({{0, 1, 2, 3}, {4, 5, 7, 0}}).cuda().t();
-  same_error("strided cuda index", [&] { (void)gather(x, 1, gt); }, [&] { (void)gather(xc, 1, gtc); });
-  EXPECT_THAT(error_of([&] { (void)gather(xc, 1, gtc); }), ::testing::HasSubstr("position 5"));
-  // kernel level: check_indices on its own
-  EXPECT_NO_THROW(kern::check_indices(randint(0, 3, {5000}).cuda(), 3, "probe"));
-  EXPECT_NO_THROW(kern::check_indices(zeros({0}, TensorOptions().dtype(kInt64)).cuda(), 0, "probe"));
-  EXPECT_THROW(kern::check_indices(tensor({0, 3}).cuda(), 3, "probe"), ShapeError);
+  same_error("strided cuda index", [&] { (void)gather(x, 1, gt); }, [&] { return gather(xc, 1, gtc); });
+  EXPECT_THAT(error_of([&] { (void)gather(xc, 1, gtc).cpu(); }), ::testing::HasSubstr("position 5"));
+  // kernel level: check_indices on its own, raised by cuda::synchronize()
+  EXPECT_NO_THROW(kern::check_indices(randint(0, 3, {5000}).cuda(), 3, "probe"); cuda::synchronize());
+  EXPECT_NO_THROW(kern::check_indices(zeros({0}, TensorOptions().dtype(kInt64)).cuda(), 0, "probe"); cuda::synchronize());
+  EXPECT_THROW(kern::check_indices(tensor({0, 3}).cuda(), 3, "probe"); cuda::synchronize(), ShapeError);
   EXPECT_THROW(kern::check_indices(ones({2}).cuda(), 3, "probe"), DTypeError);
+  EXPECT_NO_THROW(cuda::synchronize());
+}
+
+// The check never stalls the host: the op returns, and its kernels never read through a bad
+// index (gather / index_select write 0 there, the adds skip it) before the error is raised.
+TEST_F(CudaReduceIndex, DeferredIndexErrorIsRaisedAtTheNextSyncAndBadSlotsAreNeverRead) {
+  GRADLAB_USE_CUDA_BACKEND();
+  if (testing_cuda::sync_each_launch()) GTEST_SKIP() << "GRADLAB_CUDA_SYNC=1: checks raise at the op";
+  // (the fixture poisons new blocks: an element a kernel forgot to write shows as a huge value)
+  const Tensor x = arange(1, 25, 1, dtype(kFloat32)).reshape({4, 6});
+  const Tensor xc = x.cuda();
+  const Tensor bad = tensor({2, 7, 0}).cuda();  // 7 is out of [0, 6)
+  Tensor y;
+  ASSERT_NO_THROW(y = index_select(xc, 1, bad));
+  // the out-of-range column holds 0, the others x's columns
+  try {
+    (void)y.cpu();
+    ADD_FAILURE() << "no error at the next synchronization";
+  } catch (const ShapeError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("index_select: index out of range at position 1; expected an index in [0, 6), got 7"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("raised at the next synchronization, copy (cuda -> cpu)"));
+  }
+  // raised once: the same data is readable now, and shows what the kernel wrote
+  const std::vector<float> got = y.cpu().to_vector<float>();
+  const std::vector<float> want{3, 0, 1, 9, 0, 7, 15, 0, 13, 21, 0, 19};
+  EXPECT_EQ(got, want);
+  // gather: 0 at the bad slot; scatter_add / index_add: the bad one is skipped, the rest added
+  const Tensor g = gather(xc, 1, tensor({{0, 9}, {1, 1}, {2, -4}, {5, 5}}).cuda());
+  EXPECT_THROW(cuda::synchronize(), ShapeError);
+  EXPECT_EQ(g.cpu().to_vector<float>(), (std::vector<float>{1, 0, 8, 8, 15, 0, 24, 24}));
+  const Tensor s = scatter_add(zeros({2, 3}).cuda(), 1, tensor({{0, 3}, {-1, 2}}).cuda(), ones({2, 2}).cuda());
+  EXPECT_THROW(cuda::synchronize(), ShapeError);
+  EXPECT_EQ(s.cpu().to_vector<float>(), (std::vector<float>{1, 0, 0, 0, 0, 1}));
+  const Tensor a = index_add(zeros({3}).cuda(), 0, tensor({1, 5, 1}).cuda(), ones({3}).cuda());
+  EXPECT_THROW(cuda::synchronize(), ShapeError);
+  EXPECT_EQ(a.cpu().to_vector<float>(), (std::vector<float>{0, 2, 0}));
+  // the first failure in stream order is the one raised; both are gone afterwards
+  (void)index_select(xc, 0, tensor({4}).cuda());
+  (void)gather(xc, 1, tensor({6}).reshape({1, 1}).cuda());
+  try {
+    cuda::synchronize();
+    ADD_FAILURE() << "no error";
+  } catch (const ShapeError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("index_select: index out of range at position 0; expected an index in [0, 4), got 4"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("raised at the next synchronization, cuda::synchronize"));
+  }
+  EXPECT_NO_THROW(cuda::synchronize());
+  // a good op after a raised error works as usual
+  EXPECT_EQ(index_select(xc, 1, tensor({5}).cuda()).cpu().to_vector<float>(), (std::vector<float>{6, 12, 18, 24}));
+  // item() and Timer::elapsed_ms() are synchronizations too
+  const Tensor picked = index_select(xc.reshape({-1}), 0, tensor({30}).cuda());
+  EXPECT_THROW((void)picked.sum().item<float>(), ShapeError);
+  cuda::Timer timer;
+  timer.start();
+  (void)gather(xc, 0, tensor({{4, 0, 0, 0, 0, 0}}).cuda());
+  timer.stop();
+  EXPECT_THROW((void)timer.elapsed_ms(), ShapeError);
+}
+
+// Blocking checks: the error is raised at the op, word for word the CPU's message.
+TEST_F(CudaReduceIndex, BlockingIndexChecksRaiseAtTheOpWithTheCpuMessage) {
+  GRADLAB_USE_CUDA_BACKEND();
+  struct Blocking {
+    Blocking() { cuda::set_blocking_index_checks(true); }
+    ~Blocking() { cuda::set_blocking_index_checks(false); }
+  } on;
+  EXPECT_TRUE(cuda::blocking_index_checks());
+  const Tensor x = randn({4, 6});
+  const Tensor ii = tensor({0, 5, 6, 2});
+  EXPECT_THROW((void)index_select(x.cuda(), 1, ii.cuda()), ShapeError);
+  EXPECT_EQ(error_of([&] { (void)index_select(x.cuda(), 1, ii.cuda()); }),
+            error_of([&] { (void)index_select(x, 1, ii); }));
+  EXPECT_EQ(error_of([&] { (void)gather(x.cuda(), 0, tensor({4}).reshape({1, 1}).cuda()); }),
+            error_of([&] { (void)gather(x, 0, tensor({4}).reshape({1, 1})); }));
+  EXPECT_NO_THROW((void)index_select(x.cuda(), 1, tensor({5, 0}).cuda()));
+  EXPECT_NO_THROW(cuda::synchronize());
 }
 
 TEST_F(CudaReduceIndex, WrongDtypesAndDevicesAreErrors) {

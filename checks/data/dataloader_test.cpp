@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 #include <thread>
@@ -279,6 +280,187 @@ TEST(DataLoader, RejectsBadOptions) {
   EXPECT_THROW(data::DataLoader(small_images(), data::DataLoaderOptions(0)), gl::ValueError);
   EXPECT_THROW(data::DataLoader(std::shared_ptr<data::Dataset>(), data::DataLoaderOptions(1)),
                gl::ValueError);
+}
+
+// ---- batched fetching (Dataset::get_batch) against the per-sample path ----------------------
+
+namespace {
+
+// Another dataset's samples without its get_batch: the loader fetches and collates per sample.
+struct PerSampleOnly : data::Dataset {
+  explicit PerSampleOnly(std::shared_ptr<data::Dataset> d) : d_(std::move(d)) {}
+  data::Example<> get(size_t i) override { return d_->get(i); }
+  size_t size() const override { return d_->size(); }
+  std::shared_ptr<data::Dataset> d_;
+};
+
+// A TensorDataset that counts its get_batch calls (from any worker thread).
+struct CountingTensorDataset : data::TensorDataset {
+  using data::TensorDataset::TensorDataset;
+  std::optional<data::Batch> get_batch(const std::vector<int64_t>& idx) override {
+    ++calls;
+    return data::TensorDataset::get_batch(idx);
+  }
+  std::atomic<int> calls{0};
+};
+
+// Same indices and order, bit-identical data and targets, and the same shape, dtype and layout.
+void expect_identical(const std::vector<data::Batch>& a, const std::vector<data::Batch>& b,
+                      const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].indices, b[i].indices) << what << ", batch " << i;
+    for (auto [x, y] : {std::pair{a[i].data, b[i].data}, std::pair{a[i].target, b[i].target}}) {
+      ASSERT_EQ(x.defined(), y.defined()) << what << ", batch " << i;
+      if (!x.defined()) continue;
+      EXPECT_EQ(x.sizes(), y.sizes()) << what << ", batch " << i;
+      EXPECT_EQ(x.dtype(), y.dtype()) << what << ", batch " << i;
+      EXPECT_EQ(x.strides(), y.strides()) << what << ", batch " << i;
+      EXPECT_FALSE(x.requires_grad() || y.requires_grad()) << what << ", batch " << i;
+      EXPECT_TRUE(gl::equal(x, y)) << what << ", batch " << i;  // bit for bit
+    }
+  }
+}
+
+}  // namespace
+
+TEST(DataLoader, BatchedFetchGivesTheSameBatchesAsPerSample) {
+  // 23 samples: batches of 5 leave a short last batch, so drop_last changes the epoch.
+  const int64_t n = 23;
+  gl::Tensor x = gl::arange(0, n * 6, 1, gl::dtype(gl::kFloat64)).reshape({n, 2, 3}) / 7.0;
+  std::vector<int64_t> labels;
+  for (int64_t i = 0; i < n; ++i) labels.push_back((i * 5) % 4);
+  gl::Tensor y = gl::from_vector(labels, {n});
+  for (bool labelled : {true, false}) {
+    auto batched = std::make_shared<CountingTensorDataset>(x, labelled ? y : gl::Tensor());
+    auto per_sample = std::make_shared<PerSampleOnly>(batched);
+    for (bool shuffle : {false, true})
+      for (bool drop_last : {false, true})
+        for (size_t workers : {0, 1, 3}) {
+          auto options = [&] {
+            return data::DataLoaderOptions(5).shuffle(shuffle).drop_last(drop_last).seed(11).num_workers(
+                workers);
+          };
+          const std::string what = std::string(labelled ? "labelled" : "unlabelled") +
+                                   ", shuffle " + (shuffle ? "on" : "off") + ", drop_last " +
+                                   (drop_last ? "on" : "off") + ", " + std::to_string(workers) +
+                                   " workers";
+          batched->calls = 0;
+          data::DataLoader a(batched, options()), b(per_sample, options());
+          auto got_a = epochs(a, 2), got_b = epochs(b, 2);
+          ASSERT_EQ(got_a.size(), drop_last ? 8u : 10u) << what;
+          EXPECT_EQ(got_a.back().size(), drop_last ? 5 : 3) << what;
+          // Every batch of the batched loader came from get_batch, none from the per-sample one.
+          EXPECT_EQ(batched->calls.load(), static_cast<int>(got_a.size())) << what;
+          expect_identical(got_a, got_b, what);
+        }
+  }
+}
+
+TEST(DataLoader, SubsetOfATensorDatasetFetchesBatchedWithItsOwnIndices) {
+  auto base = std::make_shared<CountingTensorDataset>(
+      gl::arange(0, 40, 1, gl::dtype(gl::kFloat32)).reshape({20, 2}), gl::arange(0, 20, 1).to(gl::kInt64));
+  auto subset = data::random_split(base, {12, 8}, 3)[0];
+  data::DataLoader a(subset, data::DataLoaderOptions(5).shuffle(true).seed(2).num_workers(2));
+  data::DataLoader b(std::make_shared<PerSampleOnly>(subset),
+                     data::DataLoaderOptions(5).shuffle(true).seed(2).num_workers(2));
+  auto got_a = epochs(a, 2);
+  EXPECT_EQ(base->calls.load(), 6);  // 12 samples in batches of 5: 3 per epoch
+  expect_identical(got_a, epochs(b, 2), "subset");
+  for (auto& batch : got_a)
+    for (int64_t i : batch.indices) EXPECT_LT(i, 12) << "indices are the Subset's, not the base's";
+  std::optional<data::Batch> direct = subset->get_batch({3, 0});
+  ASSERT_TRUE(direct.has_value());
+  EXPECT_EQ(direct->indices, (std::vector<int64_t>{3, 0}));
+  EXPECT_TRUE(gl::equal(direct->data, gl::stack({subset->get(3).data, subset->get(0).data})));
+  EXPECT_THROW(subset->get_batch({12}), gl::ShapeError);
+}
+
+TEST(DataLoader, CustomCollateAlwaysFetchesPerSample) {
+  auto ds = std::make_shared<CountingTensorDataset>(gl::ones({6, 2}), gl::Tensor());
+  int collated = 0;
+  data::DataLoader loader(ds, data::DataLoaderOptions(3).collate([&](std::vector<data::Example<>>& s) {
+    ++collated;
+    return data::stack_collate(s);
+  }));
+  for (auto& b : loader) (void)b;
+  EXPECT_EQ(collated, 2);
+  EXPECT_EQ(ds->calls.load(), 0);
+}
+
+TEST(DataLoader, FailingGetBatchFallsBackToNameTheSample) {
+  // get_batch throws; get(7) throws too: the error names sample 7, as the per-sample path does.
+  struct Broken : data::TensorDataset {
+    using data::TensorDataset::TensorDataset;
+    data::Example<> get(size_t i) override {
+      if (i == 7) throw gl::ValueError("bad row 7");
+      return data::TensorDataset::get(i);
+    }
+    std::optional<data::Batch> get_batch(const std::vector<int64_t>& idx) override {
+      if (std::find(idx.begin(), idx.end(), 7) != idx.end()) throw gl::ValueError("bad batch");
+      return data::TensorDataset::get_batch(idx);
+    }
+  };
+  // Only get_batch throws: the error says so (index -1) and keeps the original exception.
+  struct BrokenBatch : data::TensorDataset {
+    using data::TensorDataset::TensorDataset;
+    std::optional<data::Batch> get_batch(const std::vector<int64_t>&) override {
+      throw gl::ValueError("bad batch");
+    }
+  };
+  for (size_t workers : {0, 2}) {
+    data::DataLoader a(std::make_shared<Broken>(gl::zeros({10, 2}), gl::Tensor()),
+                       data::DataLoaderOptions(4).num_workers(workers));
+    std::vector<int64_t> seen;
+    try {
+      for (auto& b : a) seen.insert(seen.end(), b.indices.begin(), b.indices.end());
+      FAIL() << "no error";
+    } catch (const data::SampleError& e) {
+      EXPECT_EQ(e.index(), 7);
+      EXPECT_NE(std::string(e.what()).find("bad row 7"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(seen, (std::vector<int64_t>{0, 1, 2, 3}));
+    data::DataLoader b(std::make_shared<BrokenBatch>(gl::zeros({10, 2}), gl::Tensor()),
+                       data::DataLoaderOptions(4).num_workers(workers));
+    try {
+      for (auto& batch : b) (void)batch;
+      FAIL() << "no error";
+    } catch (const data::SampleError& e) {
+      EXPECT_EQ(e.index(), -1);
+      EXPECT_NE(std::string(e.what()).find("get_batch failed"), std::string::npos) << e.what();
+      EXPECT_THROW(std::rethrow_exception(e.cause()), gl::ValueError);
+    }
+  }
+}
+
+TEST(StackCollate, FastPathEqualsStackAndOtherCasesStillGoThroughStack) {
+  auto collate = [](std::vector<gl::Tensor> xs) {
+    std::vector<data::Example<>> s;
+    for (auto& x : xs) s.push_back({x, gl::Tensor()});
+    return data::stack_collate(s).data;
+  };
+  gl::Tensor m = gl::arange(0, 24, 1, gl::dtype(gl::kFloat32)).reshape({4, 3, 2});
+  // contiguous rows of one dtype: the preallocated copy, equal to stack()
+  gl::Tensor fast = collate({m[0], m[2], m[1], m[2]});
+  EXPECT_TRUE(gl::equal(fast, gl::stack({m[0], m[2], m[1], m[2]})));
+  EXPECT_EQ(fast.sizes(), (gl::Shape{4, 3, 2}));
+  EXPECT_TRUE(fast.is_contiguous());
+  EXPECT_FALSE(fast.is_same_storage(m));  // a copy, never a view of a sample
+  EXPECT_EQ(collate({gl::zeros({0, 2}), gl::zeros({0, 2})}).sizes(), (gl::Shape{2, 0, 2}));
+  gl::Tensor i64 = collate({gl::tensor(int64_t{3}), gl::tensor(int64_t{-1})});
+  EXPECT_EQ(i64.to_vector<int64_t>(), (std::vector<int64_t>{3, -1}));
+  // non-contiguous samples, mixed dtypes (promotion), shape mismatch: stack()'s rules
+  gl::Tensor t = m[1].transpose(0, 1);
+  EXPECT_TRUE(gl::equal(collate({t, t}), gl::stack({t.contiguous(), t.contiguous()})));
+  gl::Tensor mixed = collate({gl::ones({2}), gl::ones({2}, gl::dtype(gl::kFloat64))});
+  EXPECT_EQ(mixed.dtype(), gl::kFloat64);
+  EXPECT_THROW(collate({gl::ones({2}), gl::ones({3})}), gl::ShapeError);
+  // a sample that requires grad, with grad mode on: stack() records the graph
+  gl::Tensor w = gl::ones({2}).requires_grad_();
+  gl::Tensor g = collate({w, w});
+  EXPECT_TRUE(g.requires_grad());
+  g.sum().backward();
+  EXPECT_TRUE(gl::equal(w.grad(), gl::full({2}, 2.0)));
 }
 
 // ---- threads under stress: prefetch, errors, early breaks, destruction while workers wait ----

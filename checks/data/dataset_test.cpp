@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 
 #include "gradlab/data/data.hpp"
@@ -178,6 +179,14 @@ TEST(Csv, ReadsPlainAndGzipAndReportsErrorsWithLineAndColumn) {
   data::CsvDataset ds(plain, o);
   EXPECT_EQ(ds.data().sizes(), (gl::Shape{2, 2}));
   EXPECT_EQ(ds.targets().to_vector<int64_t>(), (std::vector<int64_t>{0, 1}));
+  // get_batch: the rows in the order asked, as stacking get(i) would give them
+  std::optional<data::Batch> b = ds.get_batch({1, 0, 1});
+  ASSERT_TRUE(b.has_value());
+  EXPECT_TRUE(gl::equal(b->data, gl::stack({ds.get(1).data, ds.get(0).data, ds.get(1).data})));
+  EXPECT_EQ(b->target.to_vector<int64_t>(), (std::vector<int64_t>{1, 0, 1}));
+  EXPECT_EQ(b->indices, (std::vector<int64_t>{1, 0, 1}));
+  EXPECT_THROW(ds.get_batch({0, 2}), gl::ShapeError);
+  EXPECT_THROW(ds.get_batch({-1}), gl::ShapeError);
 
   auto gz = temp_file("a.csv.gz");
   {

@@ -436,7 +436,8 @@ int main() {
         ce(p(xbad.narrow(0, 64, 64)), y.narrow(0, 64, 64)).backward();  // rows 64..127 hold row 100
         o.step();
         const auto [n, a] = nan_parameters(*p);
-        const gl::Tensor& w2 = p->parameters()[2];
+        // A copy: parameters() returns a new vector, so a reference into it would dangle.
+        const gl::Tensor w2 = p->parameters()[2];
         const int64_t w2_nan = gl::isnan(w2).to(gl::kInt64).sum().item<int64_t>();
         gl::Tensor logits;
         {

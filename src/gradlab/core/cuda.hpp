@@ -63,6 +63,15 @@ void disable();
 bool enabled();
 }  // namespace emulator
 
+/// CUDA index checks (index_select, gather, scatter_add, index_add, index_put_, nll_loss,
+/// cross_entropy's targets) run on the device and never stall the host: an out-of-range index
+/// is raised as the op's ShapeError at the next synchronization (item(), to_vector(), .cpu(),
+/// synchronize(), Timer::elapsed_ms()), and the message says where it was raised. On (or with
+/// GRADLAB_CUDA_SYNC=1): every check waits for its result and throws at the op, word for word
+/// the CPU's message, at the cost of one blocking device-to-host copy per check.
+void set_blocking_index_checks(bool on);
+bool blocking_index_checks();
+
 /// Testing aid: when on, every new CUDA block is filled with 0x7F bytes before a kernel writes
 /// it, so an element a kernel forgets to write shows up as a huge value, not as a lucky zero.
 void set_poison_allocations(bool on);

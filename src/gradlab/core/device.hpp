@@ -18,7 +18,8 @@ struct Device {
   bool is_cuda() const { return type == DeviceType::CUDA; }
   /// "cpu", "cuda", "cuda:1".
   std::string str() const;
-  friend bool operator==(const Device&, const Device&) = default;
+  friend bool operator==(const Device& a, const Device& b) { return a.type == b.type && a.index == b.index; }
+  friend bool operator!=(const Device& a, const Device& b) { return !(a == b); }
 };
 
 inline constexpr DeviceType kCPU = DeviceType::CPU;

@@ -2,7 +2,7 @@
 
 namespace gradlab {
 
-Site Site::unknown() noexcept { return Site(std::source_location{}); }
+Site Site::unknown() noexcept { return Site(SiteLocation{}); }
 
 std::string short_source_path(std::string_view file) {
   // NOTE: a root counts only as a whole component (at the start or after '/'): a plain rfind of
@@ -18,7 +18,7 @@ std::string short_source_path(std::string_view file) {
 }
 
 namespace {
-thread_local Site t_module_call{std::source_location{}};  // line 0: none
+thread_local Site t_module_call{SiteLocation{}};  // line 0: none
 }  // namespace
 
 ModuleCallScope::ModuleCallScope(const Site& site) noexcept {

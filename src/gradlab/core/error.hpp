@@ -2,22 +2,84 @@
 // Errors and call sites. Every message has one shape:
 //   "<op>: <what is wrong>; expected <X>, got <Y>; hint: <what to do>"
 
-#include <source_location>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 
+// C++17 clients (xeus-cling, `g++ -std=c++17`) include these headers too: std::source_location
+// when the standard library has it, else the compiler builtins it is built on (GCC and clang both
+// have them). NOTE: Site's layout is the same either way (SiteLocation below), so a C++17 TU and
+// the C++20 library agree on it.
+#if __cplusplus >= 202002L && defined(__has_include)
+#if __has_include(<source_location>)
+#include <source_location>
+#endif
+#endif
+#if defined(__cpp_lib_source_location) && __cpp_lib_source_location >= 201907L
+#define GRADLAB_HAVE_SOURCE_LOCATION 1
+#else
+#define GRADLAB_HAVE_SOURCE_LOCATION 0
+#endif
+// GCC 12 has no __builtin_COLUMN (clang does): column 0 there.
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_COLUMN)
+#define GRADLAB_BUILTIN_COLUMN() __builtin_COLUMN()
+#endif
+#endif
+#ifndef GRADLAB_BUILTIN_COLUMN
+#define GRADLAB_BUILTIN_COLUMN() 0
+#endif
+// `if (rare) GRADLAB_UNLIKELY stmt;` is [[unlikely]] in C++20 and nothing in C++17 (clang warns
+// about the attribute there: -Wc++20-attribute-extensions).
+#if __cplusplus >= 202002L
+#define GRADLAB_LIKELY [[likely]]
+#define GRADLAB_UNLIKELY [[unlikely]]
+#else
+#define GRADLAB_LIKELY
+#define GRADLAB_UNLIKELY
+#endif
+
 namespace gradlab {
+
+/// The parts of a std::source_location that a Site keeps, with the same accessors.
+struct SiteLocation {
+  const char* file = "";
+  const char* function = "";
+  std::uint_least32_t line_ = 0;
+  std::uint_least32_t column_ = 0;
+  constexpr std::uint_least32_t line() const noexcept { return line_; }
+  constexpr std::uint_least32_t column() const noexcept { return column_; }
+  constexpr const char* file_name() const noexcept { return file; }
+  constexpr const char* function_name() const noexcept { return function; }
+};
 
 /// Where in the user's code something happened (a tensor made, an in-place write).
 /// Public ops take `Site site = {}` as their last parameter: the default argument is evaluated
 /// at the caller, so the location is the user's line, not gradlab's.
 struct Site {
-  std::source_location loc;
-  constexpr Site(std::source_location l = std::source_location::current()) noexcept : loc(l) {}
+  SiteLocation loc;
+#if GRADLAB_HAVE_SOURCE_LOCATION
+  constexpr Site(std::source_location l = std::source_location::current()) noexcept  // NOLINT
+      : loc{l.file_name(), l.function_name(), l.line(), l.column()} {}
   static constexpr Site current(std::source_location l = std::source_location::current()) noexcept {
     return Site(l);
   }
+#else
+  // The builtins are evaluated at the caller when they are default arguments, as
+  // std::source_location::current() is.
+  constexpr Site(const char* file = __builtin_FILE(), const char* function = __builtin_FUNCTION(),
+                 std::uint_least32_t line = __builtin_LINE(),
+                 std::uint_least32_t column = GRADLAB_BUILTIN_COLUMN()) noexcept  // NOLINT
+      : loc{file, function, line, column} {}
+  static constexpr Site current(const char* file = __builtin_FILE(),
+                                const char* function = __builtin_FUNCTION(),
+                                std::uint_least32_t line = __builtin_LINE(),
+                                std::uint_least32_t column = GRADLAB_BUILTIN_COLUMN()) noexcept {
+    return Site(file, function, line, column);
+  }
+#endif
+  constexpr explicit Site(const SiteLocation& l) noexcept : loc(l) {}
   /// A site that names no place (line 0).
   static Site unknown() noexcept;
   bool known() const noexcept { return loc.line() != 0; }

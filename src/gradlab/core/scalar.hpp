@@ -16,8 +16,7 @@ class Scalar {
   enum class Kind : int8_t { Floating, Integral, Boolean };
   Scalar() : Scalar(0.0) {}
   Scalar(bool v) : kind_(Kind::Boolean), d_(v ? 1.0 : 0.0), i_(v) {}  // NOLINT
-  template <class T>
-    requires(std::is_arithmetic_v<T> && !std::is_same_v<T, bool>)
+  template <class T, std::enable_if_t<std::is_arithmetic_v<T> && !std::is_same_v<T, bool>, int> = 0>
   Scalar(T v)  // NOLINT(google-explicit-constructor): numbers convert implicitly, as in LibTorch
       : kind_(std::is_floating_point_v<T> ? Kind::Floating : Kind::Integral),
         d_(static_cast<double>(v)),

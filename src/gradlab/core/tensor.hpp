@@ -106,8 +106,7 @@ class Tensor {
   unsigned register_hook(std::function<void(const Tensor&)> hook);
   /// A lambda: one returning a Tensor may replace the gradient, one returning void only looks.
   /// NOTE: without this, a Tensor-returning lambda converts to both std::function overloads.
-  template <class F>
-    requires std::is_invocable_v<F&, const Tensor&>
+  template <class F, std::enable_if_t<std::is_invocable_v<F&, const Tensor&>, int> = 0>
   unsigned register_hook(F&& hook) {
     if constexpr (std::is_void_v<std::invoke_result_t<F&, const Tensor&>>)
       return register_hook(std::function<void(const Tensor&)>(std::forward<F>(hook)));
@@ -234,12 +233,9 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t);
 /// An operand of a binary operator: a tensor or a number, with the caller's line
 /// (operators cannot take a defaulted Site, but the implicit conversion can).
 struct Operand {
-  Operand(const Tensor& t, std::source_location l = std::source_location::current())
-      : tensor(&t), site(l) {}
-  template <class T>
-    requires std::is_arithmetic_v<T>
-  Operand(T v, std::source_location l = std::source_location::current())
-      : scalar(v), site(l) {}
+  Operand(const Tensor& t, Site l = {}) : tensor(&t), site(l) {}  // NOLINT
+  template <class T, std::enable_if_t<std::is_arithmetic_v<T>, int> = 0>
+  Operand(T v, Site l = {}) : scalar(v), site(l) {}  // NOLINT
   const Tensor* tensor = nullptr;
   Scalar scalar;
   Site site;
@@ -247,10 +243,8 @@ struct Operand {
 
 /// A number on the left of an operator (`2 * x`), with the caller's line.
 struct LeftScalar {
-  template <class T>
-    requires std::is_arithmetic_v<T>
-  LeftScalar(T v, std::source_location l = std::source_location::current())  // NOLINT
-      : scalar(v), site(l) {}
+  template <class T, std::enable_if_t<std::is_arithmetic_v<T>, int> = 0>
+  LeftScalar(T v, Site l = {}) : scalar(v), site(l) {}  // NOLINT
   Scalar scalar;
   Site site;
 };

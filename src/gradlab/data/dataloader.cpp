@@ -2,16 +2,52 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <thread>
 #include <variant>
 
 #include "gradlab/autograd/grad_mode.hpp"
+#include "gradlab/core/factories.hpp"
 #include "gradlab/core/generator.hpp"
+#include "gradlab/core/tensor_impl.hpp"
 #include "gradlab/ops/ops.hpp"
 
 namespace gradlab::data {
+
+namespace {
+
+// The tensors `parts` (one shape and dtype, contiguous, on the CPU, no graph to record) copied
+// row after row into one new tensor [B, ...]: one allocation and B memcpys, where stack() makes
+// a view per part and a Cat node. Undefined when the parts do not qualify: stack() then does
+// the work, with its own checks and messages (and its dtype promotion).
+Tensor stack_rows(const TensorList& parts) {
+  const Tensor& first = parts.front();
+  const bool grad = GradMode::is_enabled();
+  for (const Tensor& t : parts)
+    if (!t.defined() || !t.is_cpu() || t.dtype() != first.dtype() || t.sizes() != first.sizes() ||
+        !t.is_contiguous() || (grad && t.requires_grad()))
+      return {};
+  Shape shape = first.sizes();
+  shape.insert(shape.begin(), static_cast<int64_t>(parts.size()));
+  Tensor out = empty(shape, TensorOptions().dtype(first.dtype()));
+  const size_t row = static_cast<size_t>(first.numel()) * element_size(first.dtype());
+  if (row == 0) return out;  // empty samples: nothing to copy (and maybe no buffer to point at)
+  char* dst = out.impl()->data();
+  for (const Tensor& t : parts) {
+    std::memcpy(dst, t.impl()->data(), row);
+    dst += row;
+  }
+  return out;
+}
+
+Tensor stack_samples(const TensorList& parts) {
+  Tensor fast = stack_rows(parts);
+  return fast.defined() ? fast : stack(parts, 0);
+}
+
+}  // namespace
 
 Batch stack_collate(std::vector<Example<>>& samples) {
   GRADLAB_CHECK(!samples.empty(), ValueError, "stack_collate", "no samples", "at least one", "0");
@@ -25,8 +61,8 @@ Batch stack_collate(std::vector<Example<>>& samples) {
                 "some samples have a target and some do not", "all or none",
                 std::to_string(target.size()) + " of " + std::to_string(samples.size()));
   Batch b;
-  b.data = stack(data, 0);
-  if (!target.empty()) b.target = stack(target, 0);
+  b.data = stack_samples(data);
+  if (!target.empty()) b.target = stack_samples(target);
   return b;
 }
 
@@ -54,6 +90,7 @@ struct DataLoader::Run {
       size_t start)
       : dataset_(loader.dataset_),
         collate_(loader.options_.collate_ ? loader.options_.collate_ : Collate(stack_collate)),
+        batched_(!loader.options_.collate_),
         seed_(loader.seed_),
         epoch_(epoch),
         batches_(std::move(batches)),
@@ -116,7 +153,8 @@ struct DataLoader::Run {
     }
   }
 
-  /// Batch k: every sample with its own stream, then collate. Never throws: errors are
+  /// Batch k: one dataset_->get_batch() call when the dataset has one (and the collate is the
+  /// default), else every sample with its own stream, then collate. Never throws: errors are
   /// returned (and rethrown by next() in the caller's thread).
   Result make(size_t k, int64_t worker) {
     NoGradGuard no_grad;  // data preparation never records a graph
@@ -124,6 +162,27 @@ struct DataLoader::Run {
     const std::string where =
         (worker < 0 ? std::string("the main thread") : "worker " + std::to_string(worker)) +
         " (epoch " + std::to_string(epoch_) + ", batch " + std::to_string(k) + ")";
+    if (!batched_) return make_per_sample(idx, where);
+    std::exception_ptr cause;
+    try {
+      if (std::optional<Batch> b = dataset_->get_batch(idx)) {
+        b->indices = idx;
+        return std::move(*b);
+      }
+      return make_per_sample(idx, where);
+    } catch (...) {
+      cause = std::current_exception();
+    }
+    // get_batch failed: the per-sample path names the sample that fails, as it always has.
+    Result r = make_per_sample(idx, where);
+    if (std::holds_alternative<std::exception_ptr>(r)) return r;
+    return std::make_exception_ptr(SampleError(
+        error_message("DataLoader", "get_batch failed in " + where + ": " + what_of(cause), {}, {},
+                      "every sample loads alone: the dataset's get_batch disagrees with its get"),
+        -1, cause));
+  }
+
+  Result make_per_sample(const std::vector<int64_t>& idx, const std::string& where) {
     std::vector<Example<>> samples;
     samples.reserve(idx.size());
     for (int64_t i : idx) {
@@ -154,6 +213,7 @@ struct DataLoader::Run {
 
   std::shared_ptr<Dataset> dataset_;
   Collate collate_;
+  bool batched_;  // no custom collate: try dataset_->get_batch first
   uint64_t seed_, epoch_;
   std::vector<std::vector<int64_t>> batches_;
   size_t max_ahead_ = 1;
@@ -267,7 +327,7 @@ DataLoader::Iterator& DataLoader::Iterator::operator++() {
   return *this;
 }
 
-bool DataLoader::Iterator::operator==(std::default_sentinel_t) const {
+bool DataLoader::Iterator::operator==(Sentinel) const {
   return !loader_ || !loader_->current_;
 }
 

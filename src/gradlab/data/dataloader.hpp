@@ -11,6 +11,11 @@
 // sample i of epoch e gets its own random stream Generator(derive_seed(seed, e, i)) for random
 // transforms; workers never share a stream.
 //
+// Fetching: when the dataset has a batched fetch (Dataset::get_batch: TensorDataset, CsvDataset,
+// a Subset of one) and no custom collate is set, each batch is one get_batch(indices) call;
+// otherwise every sample is fetched with sample(i, gen) and the samples are collated. Both give
+// the same batches (values, order, indices); checks/data/dataloader_test.cpp compares them.
+//
 // Epochs: each range-for (begin()) continues where the loader stands: after a full pass the
 // epoch counter moves on, after a `break` the next begin() continues the same epoch. state()
 // and load_state() save and restore that position for checkpoints.
@@ -32,19 +37,11 @@
 
 namespace gradlab::data {
 
-/// A collated batch: stacked data and targets, plus the dataset indices it holds.
-struct Batch {
-  Tensor data;
-  Tensor target;
-  std::vector<int64_t> indices;
-  /// Number of samples.
-  int64_t size() const { return static_cast<int64_t>(indices.size()); }
-};
-
 /// Turns a list of samples into a batch (the loader fills in `indices`).
 using Collate = std::function<Batch(std::vector<Example<>>& samples)>;
 /// The default collate: stack(data), stack(target) along a new dim 0 (targets may be undefined
-/// in every sample).
+/// in every sample). Samples of one shape and dtype on the CPU that need no graph are copied
+/// straight into one preallocated [B, ...] tensor; anything else goes through stack().
 Batch stack_collate(std::vector<Example<>>& samples);
 
 /// Where a loader stands: what a checkpoint needs to continue with identical batches.
@@ -54,7 +51,10 @@ struct LoaderState {
   uint64_t epoch = 0;
   /// Batches of that epoch already handed to the caller.
   uint64_t position = 0;
-  bool operator==(const LoaderState&) const = default;
+  bool operator==(const LoaderState& o) const {
+    return seed == o.seed && epoch == o.epoch && position == o.position;
+  }
+  bool operator!=(const LoaderState& o) const { return !(*this == o); }
 };
 
 /// An error raised while loading a sample (in a worker or the main thread), rethrown in the
@@ -63,7 +63,7 @@ class SampleError : public Error {
  public:
   SampleError(const std::string& message, int64_t index, std::exception_ptr cause)
       : Error(message), index_(index), cause_(std::move(cause)) {}
-  /// The dataset index whose get() failed (-1 when collate failed).
+  /// The dataset index whose get() failed (-1 when collate or get_batch failed).
   int64_t index() const { return index_; }
   /// The original exception (std::rethrow_exception(e.cause()) to inspect its type).
   std::exception_ptr cause() const { return cause_; }
@@ -109,6 +109,7 @@ struct DataLoaderOptions {
     seed_ = v;
     return *this;
   }
+  /// A custom collate (the loader then always fetches per sample, never with get_batch).
   DataLoaderOptions& collate(Collate v) {
     collate_ = std::move(v);
     return *this;
@@ -133,13 +134,17 @@ class DataLoader {
  public:
   DataLoader(std::shared_ptr<Dataset> dataset, DataLoaderOptions options);
   /// Takes a concrete dataset by value: DataLoader(TensorDataset(x, y), options).
-  template <class D>
-  requires std::derived_from<D, Dataset> DataLoader(D dataset, DataLoaderOptions options)
+  template <class D, std::enable_if_t<std::is_base_of_v<Dataset, D> &&
+                                          std::is_convertible_v<const D*, const Dataset*>,
+                                      int> = 0>
+  DataLoader(D dataset, DataLoaderOptions options)
       : DataLoader(std::make_shared<D>(std::move(dataset)), std::move(options)) {}
   ~DataLoader();
   DataLoader(const DataLoader&) = delete;
   DataLoader& operator=(const DataLoader&) = delete;
 
+  /// The end of an epoch (std::default_sentinel_t's role; C++17 readers have none).
+  struct Sentinel {};
   /// An input iterator over the batches of the current epoch.
   class Iterator {
    public:
@@ -153,7 +158,8 @@ class DataLoader {
     Batch* operator->() const { return &**this; }
     Iterator& operator++();
     void operator++(int) { ++*this; }
-    bool operator==(std::default_sentinel_t) const;
+    bool operator==(Sentinel) const;
+    bool operator!=(Sentinel s) const { return !(*this == s); }
 
    private:
     friend class DataLoader;
@@ -163,7 +169,7 @@ class DataLoader {
 
   /// Starts (or continues) the current epoch; stops any iteration still running.
   Iterator begin();
-  std::default_sentinel_t end() const { return {}; }
+  Sentinel end() const { return {}; }
 
   /// Batches per epoch (len(loader)).
   size_t size() const;

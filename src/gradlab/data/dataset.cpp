@@ -36,6 +36,19 @@ Example<> TensorDataset::get(size_t index) {
   return {data_.select(0, i), targets_.defined() ? targets_.select(0, i) : Tensor()};
 }
 
+std::optional<Batch> TensorDataset::get_batch(const std::vector<int64_t>& indices) {
+  const auto n = static_cast<int64_t>(size());
+  for (int64_t i : indices)
+    GRADLAB_CHECK(i >= 0 && i < n, ShapeError, "TensorDataset::get_batch", "sample index out of range",
+                  "0 <= index < " + std::to_string(n), std::to_string(i));
+  Tensor idx = from_vector(indices, {static_cast<int64_t>(indices.size())});
+  Batch b;
+  b.data = data_.index_select(0, idx);
+  if (targets_.defined()) b.target = targets_.index_select(0, idx);
+  b.indices = indices;
+  return b;
+}
+
 size_t TensorDataset::size() const { return static_cast<size_t>(data_.size(0)); }
 
 TensorDataset TensorDataset::subset(const std::vector<int64_t>& indices) const {
@@ -62,6 +75,14 @@ size_t Subset::map(size_t index) const {
 
 Example<> Subset::get(size_t index) { return dataset_->get(map(index)); }
 Example<> Subset::sample(size_t index, Generator& gen) { return dataset_->sample(map(index), gen); }
+std::optional<Batch> Subset::get_batch(const std::vector<int64_t>& indices) {
+  std::vector<int64_t> mapped;
+  mapped.reserve(indices.size());
+  for (int64_t i : indices) mapped.push_back(static_cast<int64_t>(map(static_cast<size_t>(i))));
+  std::optional<Batch> b = dataset_->get_batch(mapped);
+  if (b) b->indices = indices;  // indices into this Subset, as the per-sample path reports
+  return b;
+}
 
 TransformDataset::TransformDataset(std::shared_ptr<Dataset> dataset, Transform transform)
     : dataset_(std::move(dataset)), transform_(std::move(transform)) {

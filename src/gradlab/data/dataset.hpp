@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -26,9 +27,18 @@ struct Example {
   Target target;
 };
 
+/// A collated batch: stacked data and targets, plus the dataset indices it holds.
+struct Batch {
+  Tensor data;
+  Tensor target;
+  std::vector<int64_t> indices;
+  /// Number of samples.
+  int64_t size() const { return static_cast<int64_t>(indices.size()); }
+};
+
 /// A collection of samples addressed by index.
-/// NOTE: a DataLoader with workers calls get() from several threads at once: get() must not
-/// modify shared state (read-only members are fine; so are tensors made inside get()).
+/// NOTE: a DataLoader with workers calls get() and get_batch() from several threads at once:
+/// they must not modify shared state (read-only members are fine; so are tensors made inside).
 class Dataset {
  public:
   virtual ~Dataset() = default;
@@ -42,6 +52,17 @@ class Dataset {
     (void)gen;
     return get(index);
   }
+  /// The samples `indices` fetched at once (PyTorch's __getitems__): data [B, ...] and target
+  /// [B, ...] (undefined for unlabelled data) holding exactly what stack_collate makes of get(i)
+  /// for each index in order. DataLoader uses it when it returns a batch and no custom collate
+  /// is set; the default, std::nullopt, keeps its per-sample path (sample(i, gen) + collate).
+  /// NOTE: batched samples get no random stream: a dataset whose sample() draws random numbers
+  /// must keep the default. A subclass that overrides get() or sample() must override this too
+  /// (returning std::nullopt is enough), or the loader would bypass its get().
+  virtual std::optional<Batch> get_batch(const std::vector<int64_t>& indices) {
+    (void)indices;
+    return std::nullopt;
+  }
 };
 
 /// Samples are rows of `data` (dim 0) and of `targets`: TensorDataset(x, y)[i] = {x[i], y[i]}.
@@ -50,6 +71,8 @@ class TensorDataset : public Dataset {
   /// `targets` may be undefined (unlabelled data); otherwise its size(0) must equal data's.
   TensorDataset(Tensor data, Tensor targets);
   Example<> get(size_t index) override;
+  /// index_select of the rows (one copy per tensor instead of a view per sample + stack).
+  std::optional<Batch> get_batch(const std::vector<int64_t>& indices) override;
   size_t size() const override;
   const Tensor& data() const { return data_; }
   const Tensor& targets() const { return targets_; }
@@ -66,6 +89,8 @@ class Subset : public Dataset {
   Subset(std::shared_ptr<Dataset> dataset, std::vector<int64_t> indices);
   Example<> get(size_t index) override;
   Example<> sample(size_t index, Generator& gen) override;
+  /// The wrapped dataset's get_batch of the mapped indices (std::nullopt when it has none).
+  std::optional<Batch> get_batch(const std::vector<int64_t>& indices) override;
   size_t size() const override { return indices_.size(); }
   const std::vector<int64_t>& indices() const { return indices_; }
 

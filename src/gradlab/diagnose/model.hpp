@@ -29,11 +29,7 @@ struct Model {
   Model(std::shared_ptr<nn::Module> m, std::function<Tensor(const Tensor&)> f)
       : module(std::move(m)), forward(std::move(f)) {}
   /// From a holder: Model(net) calls net->forward(x) (through the holder, so forward hooks run).
-  template <class H>
-  requires requires(const H& h) {
-    h.ptr();
-    h(std::declval<const Tensor&>());
-  }
+  template <class H, std::enable_if_t<nn::detail::is_callable_holder_v<H>, int> = 0>
   Model(H holder)  // NOLINT: diagnose::doctor(net, ...)
       : module(holder.ptr()), forward([holder](const Tensor& x) { return Tensor(holder(x)); }) {}
 

@@ -118,7 +118,7 @@ void collect(std::vector<Tensor>& out, const std::tuple<T...>& tup) {
 }
 template <class H>
 std::shared_ptr<Module> module_ptr(const H& h) {
-  if constexpr (requires { h.ptr(); }) return h.ptr();
+  if constexpr (nn::detail::has_ptr_v<H>) return h.ptr();
   else return h;
 }
 }  // namespace detail

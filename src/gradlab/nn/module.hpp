@@ -34,6 +34,46 @@ struct LoadResult {
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 
 class Module;
+
+namespace detail {
+// C++17 stand-ins for the concepts these templates used (headers must parse as C++17).
+template <class H, class = void>
+struct has_ptr : std::false_type {};
+template <class H>
+struct has_ptr<H, std::void_t<decltype(std::declval<const H&>().ptr())>> : std::true_type {};
+/// h.ptr() exists (a holder, or anything that hands out its module).
+template <class H>
+inline constexpr bool has_ptr_v = has_ptr<H>::value;
+
+template <class H, class = void>
+struct is_module_holder : std::false_type {};
+template <class H>
+struct is_module_holder<H, std::void_t<decltype(std::declval<const H&>().ptr()),
+                                       typename H::ContainedType>> : std::true_type {};
+/// h.ptr() and H::ContainedType: nn::Linear, nn::Sequential, GRADLAB_MODULE(Net)...
+template <class H>
+inline constexpr bool is_module_holder_v = is_module_holder<H>::value;
+
+template <class H, class = void>
+struct has_tensor_forward : std::false_type {};
+template <class H>
+struct has_tensor_forward<
+    H, std::void_t<decltype(std::declval<const H&>().ptr()->forward(std::declval<const Tensor&>()))>>
+    : std::true_type {};
+/// h.ptr()->forward(const Tensor&) compiles.
+template <class H>
+inline constexpr bool has_tensor_forward_v = has_tensor_forward<H>::value;
+
+template <class H, class = void>
+struct is_callable_holder : std::false_type {};
+template <class H>
+struct is_callable_holder<H, std::void_t<decltype(std::declval<const H&>().ptr()),
+                                         decltype(std::declval<const H&>()(
+                                             std::declval<const Tensor&>()))>> : std::true_type {};
+/// h.ptr() and h(const Tensor&) compile.
+template <class H>
+inline constexpr bool is_callable_holder_v = is_callable_holder<H>::value;
+}  // namespace detail
 /// Called after a module's forward with the module and its output (PyTorch's forward hook,
 /// without the inputs: forward signatures differ from module to module).
 using ForwardHook = std::function<void(Module& module, const Tensor& output)>;
@@ -59,18 +99,13 @@ class Module : public std::enable_shared_from_this<Module> {
   /// Registers state that is saved in state_dict() but not trained (requires_grad stays off).
   Tensor& register_buffer(std::string name, Tensor tensor);
   /// Registers a submodule; its parameters appear as "<name>.<param>".
-  template <class M>
-  requires std::is_base_of_v<Module, M> std::shared_ptr<M> register_module(
-      std::string name, std::shared_ptr<M> module) {
+  template <class M, std::enable_if_t<std::is_base_of_v<Module, M>, int> = 0>
+  std::shared_ptr<M> register_module(std::string name, std::shared_ptr<M> module) {
     add_child(std::move(name), module);
     return module;
   }
   /// Same, for a holder (nn::Linear, nn::Sequential, ...).
-  template <class H>
-  requires requires(const H& h) {
-    h.ptr();
-    typename H::ContainedType;
-  }
+  template <class H, std::enable_if_t<detail::is_module_holder_v<H>, int> = 0>
   H register_module(std::string name, H holder) {
     add_child(std::move(name), holder.ptr());
     return holder;
@@ -172,17 +207,19 @@ class ModuleHolder {
   using ContainedType = Impl;
 
   /// Default-constructs the Impl (only for Impls that have a default constructor).
-  ModuleHolder() requires std::is_default_constructible_v<Impl> : impl_(std::make_shared<Impl>()) {}
+  template <class I = Impl, std::enable_if_t<std::is_default_constructible_v<I>, int> = 0>
+  ModuleHolder() : impl_(std::make_shared<Impl>()) {}
   /// An empty holder, to be assigned later (`nn::Linear fc{nullptr};`).
   ModuleHolder(std::nullptr_t) {}                                       // NOLINT
   ModuleHolder(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}  // NOLINT
   /// Constructs the Impl from the arguments: nn::Linear(64, 10).
-  template <class Head, class... Tail>
-  requires(!std::is_base_of_v<ModuleHolder, std::decay_t<Head>> &&
-           !std::is_same_v<std::decay_t<Head>, std::nullptr_t> &&
-           !std::is_same_v<std::decay_t<Head>, std::shared_ptr<Impl>> &&
-           std::is_constructible_v<Impl, Head, Tail...>) explicit ModuleHolder(Head&& head,
-                                                                               Tail&&... tail)
+  template <class Head, class... Tail,
+            std::enable_if_t<!std::is_base_of_v<ModuleHolder, std::decay_t<Head>> &&
+                                 !std::is_same_v<std::decay_t<Head>, std::nullptr_t> &&
+                                 !std::is_same_v<std::decay_t<Head>, std::shared_ptr<Impl>> &&
+                                 std::is_constructible_v<Impl, Head, Tail...>,
+                             int> = 0>
+  explicit ModuleHolder(Head&& head, Tail&&... tail)
       : impl_(std::make_shared<Impl>(std::forward<Head>(head), std::forward<Tail>(tail)...)) {}
 
   Impl* operator->() const { return get(); }
@@ -209,8 +246,8 @@ class ModuleHolder {
     ModuleCallScope scope(site);
     return call(std::forward<A>(a), std::forward<B>(b));
   }
-  template <class... Args>
-  requires(sizeof...(Args) == 0 || sizeof...(Args) > 2) decltype(auto) operator()(Args&&... args) const {
+  template <class... Args, std::enable_if_t<sizeof...(Args) == 0 || (sizeof...(Args) > 2), int> = 0>
+  decltype(auto) operator()(Args&&... args) const {
     return call(std::forward<Args>(args)...);
   }
 

@@ -14,8 +14,7 @@ namespace gradlab::nn {
 
 /// A module with a name, for Sequential({{"fc1", nn::Linear(4, 8)}, {"act", nn::ReLU()}}).
 struct NamedModule {
-  template <class H>
-  requires requires(const H& h) { h.ptr()->forward(std::declval<const Tensor&>()); }
+  template <class H, std::enable_if_t<detail::has_tensor_forward_v<H>, int> = 0>
   NamedModule(std::string n, H holder)  // NOLINT
       : name(std::move(n)),
         module(holder.ptr()),
@@ -34,8 +33,8 @@ class SequentialImpl : public Module {
  public:
   SequentialImpl() = default;
   /// Sequential(nn::Linear(64, 128), nn::ReLU(), nn::Linear(128, 10))
-  template <class... Ms>
-  requires(sizeof...(Ms) > 0) explicit SequentialImpl(Ms&&... modules) {
+  template <class... Ms, std::enable_if_t<(sizeof...(Ms) > 0), int> = 0>
+  explicit SequentialImpl(Ms&&... modules) {
     (push_back(std::forward<Ms>(modules)), ...);
   }
   SequentialImpl(std::initializer_list<NamedModule> named);
@@ -46,13 +45,11 @@ class SequentialImpl : public Module {
     push_back(std::to_string(size()), std::move(module));
   }
   /// Appends a module under `name`.
-  template <class H>
-  requires requires(const H& h) { h.ptr()->forward(std::declval<const Tensor&>()); }
+  template <class H, std::enable_if_t<detail::has_tensor_forward_v<H>, int> = 0>
   void push_back(std::string name, H holder) {
     add(NamedModule(std::move(name), std::move(holder)));
   }
-  template <class M>
-  requires std::is_base_of_v<Module, M>
+  template <class M, std::enable_if_t<std::is_base_of_v<Module, M>, int> = 0>
   void push_back(std::string name, std::shared_ptr<M> module) {
     GRADLAB_CHECK(module != nullptr, ValueError, "Sequential::push_back", "the module is null",
                   "a module", "nullptr");

@@ -22,7 +22,8 @@ struct IntPair {
   IntPair(int64_t a, int64_t b) : h(a), w(b) {}
   IntPair(std::initializer_list<int64_t> l);
   int64_t h, w;
-  bool operator==(const IntPair&) const = default;
+  bool operator==(const IntPair& o) const { return h == o.h && w == o.w; }
+  bool operator!=(const IntPair& o) const { return !(*this == o); }
   /// "[3, 3]" for messages and printouts.
   std::string str() const;
 };

@@ -73,7 +73,7 @@ class Op : public Node {
   }
   GradList apply(GradList&& grads) override {
     Derived& self = static_cast<Derived&>(*this);
-    if (backward_override_) [[unlikely]] return (*backward_override_)(self, grads);
+    if (backward_override_) GRADLAB_UNLIKELY return (*backward_override_)(self, grads);
     return self.backward(grads);
   }
   /// True while a graph is being recorded (forward may skip saving otherwise).
@@ -121,7 +121,7 @@ auto record(const Site& site, Args&&... args) {
   op->set_recording(rec);
   detail::TraceScope trace;  // jit::trace: one relaxed load when no trace runs
   std::optional<detail::TracedCall> call;
-  if (trace.active()) [[unlikely]]
+  if (trace.active()) GRADLAB_UNLIKELY
     call = detail::make_traced_call<OpT>(
         site, [](const Site& s, const auto&... a) { return record<OpT>(s, a...); }, args...);
   auto out = [&] {
@@ -131,12 +131,12 @@ auto record(const Site& site, Args&&... args) {
   std::vector<Tensor*> outputs;
   detail::outputs_of(outputs, out);
   if (rec) {
-    if (detail::backward_overrides_installed.load(std::memory_order_relaxed) != 0) [[unlikely]]
+    if (detail::backward_overrides_installed.load(std::memory_order_relaxed) != 0) GRADLAB_UNLIKELY
       op->set_backward_override(detail::find_backward_override(typeid(OpT)));
     connect(op, inputs, outputs);
   }
   check_forward_anomaly(OpT::kName, site, inputs, outputs);
-  if (trace.active()) [[unlikely]] {
+  if (trace.active()) GRADLAB_UNLIKELY {
     call->outputs = detail::as_list(out);
     detail::trace_call(std::move(*call));
   }

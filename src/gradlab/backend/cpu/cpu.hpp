@@ -82,7 +82,10 @@ Tensor sum_rows(const Tensor& x);
 struct CrossEntropyForward {
   Tensor loss;        ///< [N]
   Tensor lse;         ///< [N] logsumexp of each row
-  int64_t valid = 0;  ///< rows whose target is not ignore_index
+  int64_t valid = 0;  ///< rows whose target is not ignore_index (-1 from CUDA: see valid_count)
+  /// CUDA only: valid as a 0-d tensor of the logits' dtype, and 1 / valid, left on the device so
+  /// that the host never waits for the count; undefined from the CPU.
+  Tensor valid_count, inv_valid;
 };
 /// Throws ShapeError for a target outside [0, C) that is not ignore_index.
 CrossEntropyForward cross_entropy_forward(const Tensor& logits, const Tensor& target,

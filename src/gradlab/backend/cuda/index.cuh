@@ -10,6 +10,9 @@
 // Inputs are read in place through their strides (no contiguous copies).
 // scatter_add / index_add: several threads may add into one element (a repeated index), so they
 // use atomic_add (exec.hpp); float sums then come out in thread order, not the CPU's index order.
+// Bad indices: check_indices (below) reports them through the device error record (runtime.hpp),
+// read by the host only at the next synchronization, so these kernels may meet an index outside
+// [0, size): they never follow it (gather / index_select write 0 there, the adds skip it).
 
 #include <string>
 
@@ -32,6 +35,12 @@ inline Strides strides_but_dim(const Tensor& t, int64_t dim, int64_t& step) {
   }
   return s;
 }
+
+/// Number of slots along `dim` that an index may name (a 0-d tensor has one).
+inline int64_t dim_size(const Tensor& t, int64_t dim) { return t.dim() == 0 ? 1 : t.size(dim); }
+
+/// True when an index value names a slot: 0 <= v < size.
+GRADLAB_HD inline bool in_range(int64_t v, int64_t size) { return v >= 0 && v < size; }
 
 /// Product of the sizes after `dim` (1 for a 0-d shape).
 inline int64_t inner_size(const Shape& s, int64_t dim) {
@@ -63,18 +72,26 @@ void clone_into_t(const Tensor& x, const Tensor& out, const char* op) {
 template <class X, class T>
 void gather_t(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) {
   int64_t step = 0;
+  const int64_t size = dim_size(x, dim);
   const Indexer ix = make_indexer(index.sizes(), strides_but_dim(x, dim, step), "gather");
   const Indexer ii = make_indexer(index, "gather");
   const T* px = dptr<const T>(x);
   const int64_t* pi = dptr<const int64_t>(index);
   T* po = dptr<T>(out);
-  X::for_each(out.numel(), [=] GRADLAB_HD(int64_t k) { po[k] = px[ix(k) + pi[ii(k)] * step]; }, "gather");
+  X::for_each(
+      out.numel(),
+      [=] GRADLAB_HD(int64_t k) {
+        const int64_t v = pi[ii(k)];
+        po[k] = in_range(v, size) ? px[ix(k) + v * step] : T{};
+      },
+      "gather");
 }
 
 // out[coords(k) with coordinate `dim` replaced by index[k]] += src[coords(k)],   k over index's shape.
 template <class X, class T>
 void scatter_add_t(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) {
   int64_t step = 0;
+  const int64_t size = dim_size(out, dim);
   const Indexer io = make_indexer(index.sizes(), strides_but_dim(out, dim, step), "scatter_add");
   const Indexer ii = make_indexer(index, "scatter_add");
   const Indexer is = make_indexer(index.sizes(), src.strides(), "scatter_add");
@@ -82,7 +99,11 @@ void scatter_add_t(const Tensor& out, int64_t dim, const Tensor& index, const Te
   const T* ps = dptr<const T>(src);
   T* po = dptr<T>(out);
   X::for_each(
-      index.numel(), [=] GRADLAB_HD(int64_t k) { atomic_add<T>(po + io(k) + pi[ii(k)] * step, ps[is(k)]); },
+      index.numel(),
+      [=] GRADLAB_HD(int64_t k) {
+        const int64_t v = pi[ii(k)];
+        if (in_range(v, size)) atomic_add<T>(po + io(k) + v * step, ps[is(k)]);
+      },
       "scatter_add");
 }
 
@@ -90,6 +111,7 @@ void scatter_add_t(const Tensor& out, int64_t dim, const Tensor& index, const Te
 template <class X>
 void scatter_or_t(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) {
   int64_t step = 0;
+  const int64_t size = dim_size(out, dim);
   const Indexer io = make_indexer(index.sizes(), strides_but_dim(out, dim, step), "scatter_add");
   const Indexer ii = make_indexer(index, "scatter_add");
   const Indexer is = make_indexer(index.sizes(), src.strides(), "scatter_add");
@@ -99,7 +121,8 @@ void scatter_or_t(const Tensor& out, int64_t dim, const Tensor& index, const Ten
   X::for_each(
       index.numel(),
       [=] GRADLAB_HD(int64_t k) {
-        if (ps[is(k)]) po[io(k) + pi[ii(k)] * step] = true;
+        const int64_t v = pi[ii(k)];
+        if (ps[is(k)] && in_range(v, size)) po[io(k) + v * step] = true;
       },
       "scatter_add");
 }
@@ -108,7 +131,7 @@ void scatter_or_t(const Tensor& out, int64_t dim, const Tensor& index, const Ten
 // thread t's coordinate along dim: (t / inner) % n for a contiguous out).
 template <class X, class T>
 void index_select_t(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) {
-  const int64_t n = index.numel(), inner = inner_size(out.sizes(), dim);
+  const int64_t n = index.numel(), inner = inner_size(out.sizes(), dim), size = dim_size(x, dim);
   if (n == 0) return;
   int64_t step = 0;
   const Indexer ix = make_indexer(out.sizes(), strides_but_dim(x, dim, step), "index_select");
@@ -119,8 +142,8 @@ void index_select_t(const Tensor& x, int64_t dim, const Tensor& index, const Ten
   X::for_each(
       out.numel(),
       [=] GRADLAB_HD(int64_t t) {
-        const int64_t i = (t / inner) % n;
-        po[t] = px[ix(t) + pi[ii(i)] * step];
+        const int64_t v = pi[ii((t / inner) % n)];
+        po[t] = in_range(v, size) ? px[ix(t) + v * step] : T{};
       },
       "index_select");
 }
@@ -128,7 +151,7 @@ void index_select_t(const Tensor& x, int64_t dim, const Tensor& index, const Ten
 // out[.., index[i], ..] += src[.., i, ..]   (t over src, which is out's shape with n at dim).
 template <class X, class T>
 void index_add_t(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) {
-  const int64_t n = index.numel(), inner = inner_size(src.sizes(), dim);
+  const int64_t n = index.numel(), inner = inner_size(src.sizes(), dim), size = dim_size(out, dim);
   if (n == 0) return;
   int64_t step = 0;
   const Indexer io = make_indexer(src.sizes(), strides_but_dim(out, dim, step), "index_add");
@@ -139,8 +162,8 @@ void index_add_t(const Tensor& out, int64_t dim, const Tensor& index, const Tens
   X::for_each(
       src.numel(),
       [=] GRADLAB_HD(int64_t t) {
-        const int64_t i = (t / inner) % n;
-        atomic_add<T>(po + io(t) + pi[ii(i)] * step, ps[is(t)]);
+        const int64_t v = pi[ii((t / inner) % n)];
+        if (in_range(v, size)) atomic_add<T>(po + io(t) + v * step, ps[is(t)]);
       },
       "index_add");
 }
@@ -169,13 +192,39 @@ void first_bad_index_t(const Tensor& index, int64_t size, int64_t C, const Tenso
       op);
 }
 
+// One thread: when *pos < n (the first bad position, from first_bad_index_t + a min reduction)
+// and the record is still empty, fill it with that position, the index there and the bound.
+// NOTE: every gradlab kernel runs on the one default stream, in order, so "still empty" means
+// that no check queued earlier has failed: the first failure is the one the host raises.
+template <class X>
+void record_bad_index_t(const Tensor& index, const Tensor& pos, int64_t size, int64_t site,
+                        cuda_rt::DeviceErrorRecord* rec, const char* op) {
+  const Indexer ii = make_indexer(index, op);
+  const int64_t* pi = dptr<const int64_t>(index);
+  const int64_t* pp = dptr<const int64_t>(pos);
+  const int64_t n = index.numel();
+  X::for_each(
+      1,
+      [=] GRADLAB_HD(int64_t) {
+        const int64_t p = *pp;
+        if (p >= n || rec->set) return;
+        rec->site = site;
+        rec->pos = p;
+        rec->value = pi[ii(p)];
+        rec->bound = size;
+        rec->set = 1;
+      },
+      op);
+}
+
 }  // namespace gradlab::gpu::detail
 
 namespace gradlab::gpu {
 
-// Throws ShapeError (the CPU's message: the first bad position and its value) unless every index
-// is in [0, size). A kernel finds the first bad position (per slice, then the min of those, in
-// rounds as a reduction); only that position, and then its value, cross to the host (8 bytes each).
+// Queues the check that every index is in [0, size); nothing waits for it. Kernels find the first
+// bad position (per slice, then the min of those, in rounds as a reduction) and leave it, with
+// its value, in the device error record; the host raises the CPU's ShapeError (the first bad
+// position and its value) at the next synchronization (runtime.hpp), or here when checks block.
 template <class X>
 void Indexing<X>::check_indices(const Tensor& index, int64_t size, const char* op) {
   GRADLAB_CHECK(index.dtype() == kInt64, DTypeError, op, "indices must be int64", "int64", to_string(index.dtype()),
@@ -187,15 +236,9 @@ void Indexing<X>::check_indices(const Tensor& index, int64_t size, const char* o
   detail::first_bad_index_t<X>(index, size, C, first, op);
   Tensor pos = make_tensor(Shape{}, kInt64, index.device());
   detail::reduce_t<X, int64_t>(Reduce::Min, first, Dims{0}, pos, op);
-  int64_t p = n;
-  cuda_rt::copy_to_host(&p, pos.impl()->data(), sizeof p, op);
-  if (p == n) return;
-  int64_t value = 0;
-  const Indexer ii = make_indexer(index, op);
-  cuda_rt::copy_to_host(&value, dptr<const int64_t>(index) + ii(p), sizeof value, op);
-  throw ShapeError(error_message(op, "index out of range at position " + std::to_string(p),
-                                 "an index in [0, " + std::to_string(size) + ")", std::to_string(value),
-                                 "class labels and indices must be smaller than the size of the dim they index"));
+  detail::record_bad_index_t<X>(index, pos, size, cuda_rt::error_site(op, cuda_rt::CheckKind::Index),
+                                cuda_rt::device_error_record(op), op);
+  cuda_rt::check_queued(op);
 }
 
 template <class X>

@@ -149,7 +149,7 @@ void threshold_backward_t(const Tensor& grad, const Tensor& y, const Tensor& dx,
 
 // Target validation, one thread per chunk of kChunk rows: st[3k..3k+2] = (valid rows in the
 // chunk, first row whose target is neither ignore_index nor in [0, C) or -1, that target).
-// The host adds up the few chunk counts: no atomics, no reduction kernel.
+// targets_summary_t adds up the few chunk counts: no atomics, no reduction kernel.
 inline constexpr int64_t kTargetChunk = 1024;
 template <class X>
 void check_targets_t(const Tensor& target, const Tensor& status, int64_t C, int64_t ignore_index) {
@@ -175,6 +175,39 @@ void check_targets_t(const Tensor& target, const Tensor& status, int64_t C, int6
       "cross_entropy");
 }
 
+// One thread, after check_targets_t: count = the valid rows and inv = 1 / count, both in T as the
+// host rounds them (count 0 gives inv = inf, and a mean of 0 / 0 = NaN, as on the CPU); and the
+// first bad target, if any, into the error record while it is empty (chunks are in row order:
+// the first chunk with a bad row holds the first bad row). Nothing crosses to the host here.
+template <class X, class T>
+void targets_summary_t(const Tensor& status, int64_t chunks, int64_t C, int64_t site,
+                       cuda_rt::DeviceErrorRecord* rec, const Tensor& count, const Tensor& inv) {
+  const int64_t* ps = dptr<const int64_t>(status);
+  T* pc = dptr<T>(count);
+  T* pv = dptr<T>(inv);
+  X::for_each(
+      1,
+      [=] GRADLAB_HD(int64_t) {
+        int64_t valid = 0;
+        bool bad = false;
+        for (int64_t k = 0; k < chunks; ++k) {
+          valid += ps[3 * k];
+          if (bad || ps[3 * k + 1] < 0) continue;
+          bad = true;
+          if (rec->set) continue;
+          rec->site = site;
+          rec->pos = ps[3 * k + 1];
+          rec->value = ps[3 * k + 2];
+          rec->bound = C;
+          rec->set = 1;
+        }
+        const double v = static_cast<double>(valid);
+        *pc = static_cast<T>(v);
+        *pv = static_cast<T>(1.0 / v);
+      },
+      "cross_entropy");
+}
+
 // One thread per row i: math::cross_entropy_row, the CPU kernel's formula.
 template <class X, class T>
 void cross_entropy_forward_t(const Tensor& x, const Tensor& target, const Tensor& loss,
@@ -189,7 +222,7 @@ void cross_entropy_forward_t(const Tensor& x, const Tensor& target, const Tensor
       [=] GRADLAB_HD(int64_t i) {
         const int64_t t = pt[i * ts];
         const bool ignored = t == ignore_index;
-        // rejected on the host before this kernel runs; never read out of bounds
+        // reported through the error record (targets_summary_t); never read out of bounds
         const bool bad = !ignored && (t < 0 || t >= C);
         const math::CrossEntropyRow<T> r =
             math::cross_entropy_row(px + i * xs0, xs1, C, bad ? 0 : t, ignored || bad, smoothing);
@@ -291,26 +324,22 @@ CrossEntropyForward NN<X>::cross_entropy_forward(const Tensor& logits, const Ten
                                                  int64_t ignore_index, double smoothing) {
   const int64_t N = logits.size(0), C = logits.size(1);
   CrossEntropyForward r;
-  // Targets first, so a bad label throws before any kernel could index with it.
-  const int64_t chunks = (N + detail::kTargetChunk - 1) / detail::kTargetChunk;
-  if (chunks > 0) {
-    Tensor status = make_tensor({chunks, 3}, kInt64, logits.device());
-    detail::check_targets_t<X>(target, status, C, ignore_index);
-    std::vector<int64_t> st(static_cast<size_t>(3 * chunks));
-    cuda_rt::copy_to_host(st.data(), status.impl()->data(), st.size() * sizeof(int64_t),
-                          "cross_entropy");
-    for (int64_t k = 0; k < chunks; ++k) {
-      const int64_t bad = st[3 * k + 1];
-      if (bad >= 0) {
-        throw ShapeError(error_message(
-            "cross_entropy", "target out of range at position " + std::to_string(bad),
-            "a class index in [0, " + std::to_string(C) + ")", std::to_string(st[3 * k + 2]),
-            "labels must be 0..C-1 for C logits; check the number of classes"));
-      }
-      r.valid += st[3 * k];
-    }
-  }
+  r.valid = -1;  // on the device only: r.valid_count
+  // NOTE: the dtype is checked before anything is queued, so a rejected call leaves no check
+  // behind to be raised later.
   detail::visit_float_rows(logits.dtype(), "cross_entropy", [&]<class T>() {
+    // Targets: the counts and the first bad one stay on the device (runtime.hpp); the forward
+    // kernel gives a bad row NaN without reading through it.
+    const int64_t chunks = (N + detail::kTargetChunk - 1) / detail::kTargetChunk;
+    Tensor status = make_tensor({chunks, 3}, kInt64, logits.device());
+    if (chunks > 0) detail::check_targets_t<X>(target, status, C, ignore_index);
+    r.valid_count = make_tensor(Shape{}, logits.dtype(), logits.device());
+    r.inv_valid = make_tensor(Shape{}, logits.dtype(), logits.device());
+    detail::targets_summary_t<X, T>(status, chunks, C,
+                                    cuda_rt::error_site("cross_entropy", cuda_rt::CheckKind::Target),
+                                    cuda_rt::device_error_record("cross_entropy"), r.valid_count,
+                                    r.inv_valid);
+    cuda_rt::check_queued("cross_entropy");
     r.loss = make_tensor({N}, logits.dtype(), logits.device());
     r.lse = make_tensor({N}, logits.dtype(), logits.device());
     detail::cross_entropy_forward_t<X, T>(logits, target, r.loss, r.lse, ignore_index, smoothing);

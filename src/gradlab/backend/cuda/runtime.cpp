@@ -5,12 +5,15 @@
 #include "gradlab/backend/cuda/runtime.hpp"
 #include "gradlab/core/dispatch.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
 #include <new>
+#include <string>
+#include <vector>
 
 #include "gradlab/backend/cuda/allocator.hpp"
 #include "gradlab/core/cuda.hpp"
@@ -157,6 +160,121 @@ bool sync_each_launch() {
   return on;
 }
 
+// ---- the device-side error record of index checks (see runtime.hpp) ---------------------------
+namespace {
+
+struct CheckSite {
+  std::string op;
+  CheckKind kind;
+};
+
+struct ErrorState {
+  std::mutex mu;  // sites, and reading / clearing the records
+  std::vector<CheckSite> sites;
+  // One record per backend; `pending`: a check was queued since the record was last read.
+  DeviceErrorRecord host;
+  std::atomic<bool> host_pending{false};
+  DeviceErrorRecord* device = nullptr;
+  std::atomic<bool> device_pending{false};
+  std::atomic<bool> blocking{false};
+};
+
+ErrorState& errors() {
+  static ErrorState* e = new ErrorState;  // never destroyed, as State
+  return *e;
+}
+
+// The CPU's messages (ops/index.cpp via cpu::check_indices, cpu::cross_entropy_forward).
+std::string check_message(const CheckSite& site, const DeviceErrorRecord& r) {
+  const std::string range = "[0, " + std::to_string(r.bound) + ")";
+  if (site.kind == CheckKind::Target)
+    return error_message(site.op, "target out of range at position " + std::to_string(r.pos),
+                         "a class index in " + range, std::to_string(r.value),
+                         "labels must be 0..C-1 for C logits; check the number of classes");
+  return error_message(site.op, "index out of range at position " + std::to_string(r.pos),
+                       "an index in " + range, std::to_string(r.value),
+                       "class labels and indices must be smaller than the size of the dim they index");
+}
+
+}  // namespace
+
+int64_t error_site(const char* op, CheckKind kind) {
+  ErrorState& e = errors();
+  std::lock_guard<std::mutex> lock(e.mu);
+  for (size_t i = 0; i < e.sites.size(); ++i)
+    if (e.sites[i].kind == kind && e.sites[i].op == op) return static_cast<int64_t>(i);
+  e.sites.push_back({op, kind});
+  return static_cast<int64_t>(e.sites.size() - 1);
+}
+
+DeviceErrorRecord* device_error_record(const char* op) {
+  ErrorState& e = errors();
+  if (emulated()) return &e.host;
+  GRADLAB_CHECK(backend() == Backend::Device, DeviceError, op, "CUDA is not available", "a CUDA device",
+                cuda::unavailable_reason());
+#if GRADLAB_HAVE_CUDA
+  std::lock_guard<std::mutex> lock(e.mu);
+  if (!e.device) {
+    void* p = nullptr;
+    GRADLAB_CUDA_CHECK(cudaMalloc(&p, sizeof(DeviceErrorRecord)), op);
+    GRADLAB_CUDA_CHECK(cudaMemset(p, 0, sizeof(DeviceErrorRecord)), op);
+    e.device = static_cast<DeviceErrorRecord*>(p);
+  }
+#endif
+  return e.device;
+}
+
+bool blocking_index_checks() { return errors().blocking.load(); }
+
+namespace {
+// The emulator's record goes with its memory: a check failed under one emulator session is not
+// raised in the next.
+void reset_host_errors() {
+  ErrorState& e = errors();
+  std::lock_guard<std::mutex> lock(e.mu);
+  e.host = DeviceErrorRecord{};
+  e.host_pending.store(false);
+}
+}  // namespace
+
+void check_queued(const char* op) {
+  ErrorState& e = errors();
+  (emulated() ? e.host_pending : e.device_pending).store(true);
+  if (sync_each_launch() || e.blocking.load()) raise_device_error(op);
+}
+
+void raise_device_error(const char* where) {
+  ErrorState& e = errors();
+  const bool emu = emulated();
+  if (!(emu ? e.host_pending : e.device_pending).exchange(false)) return;
+  DeviceErrorRecord r;
+  CheckSite site;
+  {
+    std::lock_guard<std::mutex> lock(e.mu);
+    if (emu) {
+      r = e.host;
+      e.host = DeviceErrorRecord{};
+    } else {
+#if GRADLAB_HAVE_CUDA
+      if (!e.device) return;
+      // NOTE: a synchronous copy: it waits for the check kernels queued before it.
+      GRADLAB_CUDA_CHECK(cudaMemcpy(&r, e.device, sizeof r, cudaMemcpyDeviceToHost), where);
+      if (r.set) GRADLAB_CUDA_CHECK(cudaMemset(e.device, 0, sizeof(DeviceErrorRecord)), where);
+#endif
+    }
+    if (!r.set) return;
+    GRADLAB_CHECK(r.site >= 0 && static_cast<size_t>(r.site) < e.sites.size(), Error, where,
+                  "the device error record names an unknown check", "a known check site",
+                  std::to_string(r.site));
+    site = e.sites[static_cast<size_t>(r.site)];
+  }
+  std::string msg = check_message(site, r);
+  if (site.op != where)
+    msg += " (a CUDA check: found on the device by " + site.op + ", raised at the next synchronization, " +
+           where + "; GRADLAB_CUDA_SYNC=1 or cuda::set_blocking_index_checks(true) raise it at the op)";
+  throw ShapeError(msg);
+}
+
 Device resolve(Device d, const char* op) {
   if (d.is_cpu()) return d;
   GRADLAB_CHECK(backend() != Backend::None, DeviceError, op, "CUDA is not available for " + d.str(),
@@ -189,12 +307,18 @@ const bool kCudaMemoryRegistered = (dispatch::set_cuda_memory({&resolve, &alloc,
 
 void copy_to_host(void* dst, const void* src, std::size_t n, const char* op) {
   if (n == 0) return;
-  if (emulated()) return (void)std::memcpy(dst, src, n);
+  if (emulated()) {
+    std::memcpy(dst, src, n);
+  } else {
 #if GRADLAB_HAVE_CUDA
-  GRADLAB_CUDA_CHECK(cudaMemcpy(dst, src, n, cudaMemcpyDeviceToHost), op);
+    GRADLAB_CUDA_CHECK(cudaMemcpy(dst, src, n, cudaMemcpyDeviceToHost), op);
 #else
-  (void)dst, (void)src, (void)op;
+    (void)dst, (void)src;
 #endif
+  }
+  // The host has waited for the device: a failed index check queued before is raised here,
+  // before anyone looks at data computed from a bad index.
+  raise_device_error(op);
 }
 
 void copy_from_host(void* dst, const void* src, std::size_t n, const char* op) {
@@ -257,11 +381,15 @@ std::string device_name(int index) {
 }
 
 void synchronize() {
-  if (cuda_rt::backend() != Backend::Device) return;
+  if (cuda_rt::backend() == Backend::None) return;
 #if GRADLAB_HAVE_CUDA
-  GRADLAB_CUDA_CHECK(cudaDeviceSynchronize(), "cuda::synchronize");
+  if (cuda_rt::backend() == Backend::Device) GRADLAB_CUDA_CHECK(cudaDeviceSynchronize(), "cuda::synchronize");
 #endif
+  cuda_rt::raise_device_error("cuda::synchronize");
 }
+
+void set_blocking_index_checks(bool on) { cuda_rt::errors().blocking.store(on); }
+bool blocking_index_checks() { return cuda_rt::blocking_index_checks(); }
 
 namespace {
 cuda_rt::AllocatorStats stats() {
@@ -299,6 +427,7 @@ void enable(std::size_t capacity) {
                 cuda_rt::format_bytes(st.alloc ? st.alloc->stats().allocated : 0) + " allocated",
                 "switch to the emulator before making CUDA tensors");
   st.alloc.reset();
+  cuda_rt::reset_host_errors();
   st.raw = std::make_unique<cuda_rt::HostMemory>(capacity);
   st.alloc = std::make_unique<cuda_rt::CachingAllocator>(*st.raw);
   st.backend = Backend::Emulator;
@@ -313,6 +442,7 @@ void disable() {
                 cuda_rt::format_bytes(st.alloc->stats().allocated) + " allocated");
   st.alloc.reset();
   st.raw.reset();
+  cuda_rt::reset_host_errors();
   st.backend = Backend::None;
 #if GRADLAB_HAVE_CUDA
   if (cuda_rt::probe().count > 0) {
@@ -380,9 +510,11 @@ double Timer::elapsed_ms() {
     float ms = 0;
     GRADLAB_CUDA_CHECK(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start_), static_cast<cudaEvent_t>(stop_)),
              "cuda::Timer::elapsed_ms");
+    cuda_rt::raise_device_error("cuda::Timer::elapsed_ms");
     return ms;
   }
 #endif
+  if (cuda_rt::emulated()) cuda_rt::raise_device_error("cuda::Timer::elapsed_ms");
   return host_ms_;
 }
 

@@ -122,6 +122,7 @@ struct ThresholdBackward : Op<ThresholdBackward> {
 struct CrossEntropyOp : Op<CrossEntropyOp> {
   static constexpr const char* kName = "CrossEntropyLossBackward0";
   SavedTensor x_, lse_, t_;
+  Tensor inv_valid_;  // CUDA: 1 / valid on the device (valid is then unknown on the host)
   int64_t ignore = -100, valid = 0;
   double smoothing = 0;
   nn::functional::Reduction reduction = nn::functional::kMean;
@@ -130,6 +131,7 @@ struct CrossEntropyOp : Op<CrossEntropyOp> {
     ignore = ignore_index, smoothing = eps, reduction = r;
     kern::CrossEntropyForward f = kern::cross_entropy_forward(x, t, ignore_index, eps);
     valid = f.valid;
+    inv_valid_ = f.inv_valid;
     save(x_, x);
     save(lse_, f.lse);
     save(t_, t);
@@ -137,23 +139,30 @@ struct CrossEntropyOp : Op<CrossEntropyOp> {
     Tensor total = kern::reduce(kern::Reduce::Sum, f.loss, {0}, false);
     if (r == nn::functional::kSum) return total;
     kern::binary_(kern::Binary::Div, total,
-                 scalar_tensor(static_cast<double>(f.valid), dtype(total.dtype()).device(total.device())));
+                  f.valid_count.defined()
+                      ? f.valid_count
+                      : scalar_tensor(static_cast<double>(f.valid), dtype(total.dtype()).device(total.device())));
     return total;
+  }
+  // dy / valid for the mean (the device's 1 / valid when there is one), dy otherwise.
+  Tensor mean_scaled(const Tensor& dy) const {
+    if (reduction != nn::functional::kMean) return dy;
+    if (inv_valid_.defined()) return dy * inv_valid_;
+    const double factor = 1.0 / static_cast<double>(valid);
+    return factor == 1.0 ? dy : dy * factor;
   }
   GradList backward(const GradList& g) {
     const Tensor& dy = g[0];
-    const double factor =
-        reduction == nn::functional::kMean ? 1.0 / static_cast<double>(valid) : 1.0;
     if (!GradMode::is_enabled())
       return {kern::cross_entropy_backward(x_.unpack(), lse_.unpack(), t_.unpack(), ignore,
-                                          smoothing, factor == 1.0 ? dy : dy * factor),
+                                          smoothing, mean_scaled(dy)),
               Tensor()};
     Tensor x = x_.unpack(), t = t_.unpack();
     const int64_t C = x.size(1);
     Tensor keep = ne(t, ignore);
     Tensor onehot = eq(arange(C, TensorOptions().device(x.device())).unsqueeze(0), where(keep, t, 0).unsqueeze(1)).to(x.dtype());
     Tensor dist = onehot * (1.0 - smoothing) + smoothing / static_cast<double>(C);
-    Tensor scale = reduction == nn::functional::kNone ? dy.unsqueeze(1) : dy * factor;
+    Tensor scale = reduction == nn::functional::kNone ? dy.unsqueeze(1) : mean_scaled(dy);
     return {(softmax(x, 1) - dist) * keep.to(x.dtype()).unsqueeze(1) * scale, Tensor()};
   }
 };

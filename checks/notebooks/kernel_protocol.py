@@ -1,0 +1,147 @@
+#!/usr/bin/python3
+"""ctest notebook_kernel_protocol: xgradlab answers the Jupyter protocol as a kernel must.
+
+  kernel_protocol.py --kernel build/release/tools/kernel/xgradlab
+
+Driven by Debian's jupyter_client over zmq, as Jupyter, nbclient and JupyterLab drive it:
+kernel_info, is_complete, execute (stdout / stderr as stream messages, sent while the cell
+runs), a last expression's value, compile errors and uncaught C++ exceptions as error replies
+after which the kernel lives on, libgradlab preloaded, interrupt, shutdown. Prints one line per
+check and "kernel protocol: OK" at the end; exit 1 on the first failed check.
+"""
+
+import argparse
+import os
+import pathlib
+import sys
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "tools"))
+import run_notebooks  # noqa: E402  (kernelspec helper)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--kernel", required=True)
+    args = parser.parse_args()
+    run_notebooks.use_kernel(args.kernel)
+    from jupyter_client.manager import KernelManager
+
+    def check(ok, what):
+        print(("ok:   " if ok else "FAIL: ") + what, flush=True)
+        if not ok:
+            km.shutdown_kernel(now=True)
+            sys.exit(1)
+
+    km = KernelManager(kernel_name=run_notebooks.KERNEL_NAME)
+    t0 = time.monotonic()
+    km.start_kernel()
+    kc = km.client()
+    kc.start_channels()
+    kc.wait_for_ready(timeout=120)
+    print(f"kernel ready in {time.monotonic() - t0:.1f} s (start + libgradlab + gradlab.hpp)")
+
+    def execute(code, timeout=60, during=None):
+        """(reply content, [(msg_type, content, arrival time)]) for one cell."""
+        msg_id = kc.execute(code)
+        if during:
+            during()
+        outs = []
+        while True:
+            m = kc.get_iopub_msg(timeout=timeout)
+            if m["parent_header"].get("msg_id") != msg_id:
+                continue
+            if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
+                break
+            if m["msg_type"] in ("stream", "execute_result", "error"):
+                outs.append((m["msg_type"], m["content"], time.monotonic()))
+        while True:
+            reply = kc.get_shell_msg(timeout=timeout)
+            if reply["parent_header"].get("msg_id") == msg_id:
+                return reply["content"], outs
+
+    def text(outs, name):
+        return "".join(c["text"] for t, c, _ in outs if t == "stream" and c["name"] == name)
+
+    def result(outs):
+        r = [c["data"]["text/plain"] for t, c, _ in outs if t == "execute_result"]
+        return r[0] if r else None
+
+    info = kc.kernel_info(reply=True)["content"]
+    check(info["implementation"] == "xgradlab" and info["language_info"]["name"] == "c++" and
+          info["language_info"]["version"] == "17", f"kernel_info: {info['implementation']}, "
+          f"{info['language_info']['name']} {info['language_info']['version']}")
+
+    def complete(code):
+        msg_id = kc.is_complete(code)
+        while True:
+            r = kc.get_shell_msg(timeout=30)
+            if r["parent_header"].get("msg_id") == msg_id:
+                return r["content"]["status"]
+    check(complete("int a = 1;") == "complete", "is_complete: 'int a = 1;' is complete")
+    check(complete("for (int i = 0; i < 3; ++i) {") == "incomplete",
+          "is_complete: an open '{' is incomplete")
+    check(complete('auto s = "abc') == "incomplete", "is_complete: an open string is incomplete")
+    check(complete("}") == "invalid", "is_complete: a stray '}' is invalid")
+
+    r, outs = execute('std::cout << "two: " << 1 + 1 << std::endl;')
+    check(r["status"] == "ok" and text(outs, "stdout") == "two: 2\n",
+          "execute: std::cout reaches the client as a stdout stream")
+    r, outs = execute('std::printf("printf %d\\n", 7); std::cerr << "to stderr" << std::endl;')
+    check(text(outs, "stdout") == "printf 7\n" and text(outs, "stderr") == "to stderr\n",
+          "execute: printf to stdout, std::cerr to stderr")
+    r, outs = execute('#include <thread>\nstd::cout << "before" << std::endl;\n'
+                      'std::this_thread::sleep_for(std::chrono::milliseconds(800));\n'
+                      'std::cout << "after" << std::endl;')
+    stamps = [s for t, c, s in outs if t == "stream" and c["name"] == "stdout"]
+    check(text(outs, "stdout") == "before\nafter\n" and len(stamps) == 2 and
+          stamps[1] - stamps[0] > 0.4,
+          "execute: output is streamed while the cell runs (two messages, 0.8 s apart)")
+
+    r, outs = execute("namespace gl = gradlab;\nauto x = gl::tensor({1.0, 2.0, 3.0});\n"
+                      "x.sum().item<double>()")
+    check(r["status"] == "ok" and result(outs) == "6",
+          f"gradlab is preloaded; a last expression shows its value ({result(outs)!r})")
+    r, outs = execute("x * 2")
+    check(result(outs) == "tensor([2., 4., 6.])", f"a tensor value is shown ({result(outs)!r})")
+    r, outs = execute('void hello() { std::cout << "hi\\n"; }\nhello()')
+    check(result(outs) is None and text(outs, "stdout") == "hi\n",
+          "a void last expression runs and shows no value")
+    r, outs = execute("int k = 41;")
+    check(result(outs) is None, "a statement ending in ';' shows no value")
+
+    r, outs = execute("int bad = undefined_name;")
+    check(r["status"] == "error" and r["ename"] == "CompilationError" and
+          "undeclared identifier 'undefined_name'" in r["evalue"] and
+          "undefined_name" in text(outs, "stderr"),
+          "a compile error is an error reply (CompilationError, clang's message on stderr)")
+    r, outs = execute('throw std::runtime_error("boom");')
+    check(r["status"] == "error" and r["ename"] == "std::runtime_error" and r["evalue"] == "boom"
+          and any(t == "error" for t, _, _ in outs),
+          "an uncaught std::runtime_error is an error reply (and an error message on iopub)")
+    r, outs = execute("gl::matmul(gl::ones({2, 3}), gl::ones({2, 3}));")
+    check(r["status"] == "error" and r["ename"] == "gradlab::ShapeError" and
+          "expected" in r["evalue"], "gradlab's ShapeError names its type and message")
+    r, outs = execute("throw 42;")
+    check(r["status"] == "error" and r["ename"] == "int", "a thrown int is an error reply too")
+    r, outs = execute("k + 1")
+    check(r["status"] == "ok" and result(outs) == "42",
+          "after the errors the kernel lives on, with its earlier variables")
+
+    # Interrupt (SIGINT, Jupyter's default interrupt_mode): the kernel survives it and says so.
+    r, outs = execute("std::this_thread::sleep_for(std::chrono::milliseconds(1500));\n"
+                      'std::cout << "slept" << std::endl;',
+                      during=lambda: (time.sleep(0.5), km.interrupt_kernel()))
+    check(r["status"] == "ok" and "interrupt received" in text(outs, "stderr") and km.is_alive(),
+          "interrupt: the kernel survives SIGINT, finishes the cell and says so on stderr")
+
+    t = time.monotonic()
+    km.shutdown_kernel(now=False)
+    check(not km.is_alive() and time.monotonic() - t < 10,
+          "shutdown_request: the kernel exits by itself within 10 s")
+    print("kernel protocol: OK")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
