@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages gradlab needs to build and test, then the project-local Python
 # virtual environment .venv/ (git-ignored) with the PyPI-only test tools (tensorboard: its
-# reader checks gradlab's event files; its server shows a run). Idempotent: when everything is
+# reader checks gradlab's event files; its server shows a run; onnxruntime + numpy: they run the
+# models onnx::export_model writes). Idempotent: when everything is
 # already there it only checks (no apt-get, no pip, well under a second). A pip failure (no
 # network) does not fail setup: the tests that need the venv then skip with a message.
 # GRADLAB_WITH_LIBTORCH=1 also installs libtorch-dev (opt-in; see the README's LibTorch section).
@@ -21,6 +22,8 @@ packages=(
   # llvm-19-dev), clang++-19 for the C++17 header test, nbclient / jupyter_client to run them
   xeus-dev libclang-19-dev libclang-cpp19-dev llvm-19-dev clang-19
   python3-nbclient python3-jupyter-client python3-nbformat
+  # ONNX export: the ONNX protobuf schema + checker (onnxruntime comes from PyPI into .venv)
+  libonnx-dev libprotobuf-dev protobuf-compiler
 )
 # Opt-in LibTorch peer (Debian's libtorch-dev, ~510 MB): GRADLAB_WITH_LIBTORCH=1 bash tools/setup.sh
 # builds gradlab_torch (gradcheck for LibTorch code) and the LibTorch halves of checks/compat.
@@ -42,22 +45,29 @@ for p in "${packages[@]}"; do
 done
 
 # The venv: Debian's python3 (python3-venv is its venv module; another python3 may come first on
-# PATH). PyPI packages: tensorboard only.
+# PATH). PyPI packages: tensorboard, onnxruntime, numpy; each installed only when missing.
+venv_packages=(tensorboard onnxruntime numpy)
 setup_venv() {
-  local venv="$root/.venv" py=/usr/bin/python3
-  if compgen -G "$venv/lib/python3*/site-packages/tensorboard/__init__.py" >/dev/null &&
-     [ -x "$venv/bin/python" ]; then
-    echo "setup: .venv has tensorboard; nothing to do"
-    return 0
+  local venv="$root/.venv" py=/usr/bin/python3 want=() p
+  if [ -x "$venv/bin/python" ]; then
+    for p in "${venv_packages[@]}"; do
+      compgen -G "$venv/lib/python3*/site-packages/$p/__init__.py" >/dev/null || want+=("$p")
+    done
+    if [ "${#want[@]}" -eq 0 ]; then
+      echo "setup: .venv has ${venv_packages[*]}; nothing to do"
+      return 0
+    fi
+  else
+    want=("${venv_packages[@]}")
+    [ -x "$py" ] || py="$(command -v python3 || true)"
+    if [ -z "$py" ] || ! "$py" -m venv "$venv"; then
+      echo "setup: WARNING: could not create $venv; tests that need ${want[*]} will be skipped" >&2
+      return 0
+    fi
   fi
-  [ -x "$py" ] || py="$(command -v python3 || true)"
-  if [ -z "$py" ] || ! "$py" -m venv "$venv"; then
-    echo "setup: WARNING: could not create $venv; tests that need tensorboard will be skipped" >&2
-    return 0
-  fi
-  echo "setup: pip install tensorboard into $venv"
-  if ! "$venv/bin/python" -m pip install --quiet --disable-pip-version-check tensorboard; then
-    echo "setup: WARNING: pip could not install tensorboard (offline?); tests that need it" \
+  echo "setup: pip install ${want[*]} into $venv"
+  if ! "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${want[@]}"; then
+    echo "setup: WARNING: pip could not install ${want[*]} (offline?); tests that need them" \
          "will be skipped" >&2
   fi
   return 0

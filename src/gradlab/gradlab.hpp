@@ -39,3 +39,6 @@
 #include "gradlab/testing/gradcheck.hpp"
 #include "gradlab/testing/mutants.hpp"
 #include "gradlab/testing/op_table.hpp"
+#include "gradlab/jit/trace.hpp"
+#include "gradlab/jit/compile.hpp"
+#include "gradlab/onnx/export.hpp"

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "gradlab/core/dispatch.hpp"
+#include "gradlab/core/host_read.hpp"
 #include "gradlab/core/tensor_impl.hpp"
 
 namespace gradlab {
@@ -101,6 +102,8 @@ Tensor host_copy(const Tensor& t) {
 template <class T>
 std::vector<T> Tensor::to_vector() const {
   check_defined("to_vector");
+  if (detail::host_read_watchers.load(std::memory_order_relaxed) != 0) [[unlikely]]
+    detail::notify_host_read("to_vector");
   Tensor c = make_tensor(sizes(), dtype_of<T>(), Device(kCPU));
   dispatch::core_kernels("to_vector").copy(c, host_copy(*this));
   const T* p = reinterpret_cast<const T*>(c.impl()->data());
@@ -119,6 +122,8 @@ std::vector<bool> Tensor::to_vector<bool>() const {
 template <class T>
 T Tensor::item() const {
   check_defined("item");
+  if (detail::host_read_watchers.load(std::memory_order_relaxed) != 0) [[unlikely]]
+    detail::notify_host_read("item");
   GRADLAB_CHECK(numel() == 1, ShapeError, "item", "only one-element tensors can be converted to a number",
                 "1 element", std::to_string(numel()) + " elements (shape " + shape_str(sizes()) + ")",
                 "reduce first (sum, mean) or index one element with select / operator[]");
@@ -241,3 +246,24 @@ std::string Tensor::describe() const {
 std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str(); }
 
 }  // namespace gradlab
+
+// ---- the host-read watcher (core/host_read.hpp) ------------------------------------------------
+
+namespace gradlab::detail {
+
+std::atomic<int> host_read_watchers{0};
+
+namespace {
+struct Watcher {
+  HostReadHook hook = nullptr;
+  void* watcher = nullptr;
+};
+thread_local Watcher t_watcher;
+}  // namespace
+
+void set_host_read_hook(HostReadHook hook, void* watcher) { t_watcher = {hook, watcher}; }
+void notify_host_read(const char* what) {
+  if (t_watcher.hook != nullptr) t_watcher.hook(t_watcher.watcher, what);
+}
+
+}  // namespace gradlab::detail

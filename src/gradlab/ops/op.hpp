@@ -24,6 +24,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <typeinfo>
@@ -32,6 +33,7 @@
 
 #include "gradlab/autograd/grad_mode.hpp"
 #include "gradlab/autograd/record.hpp"
+#include "gradlab/ops/trace_hook.hpp"
 
 namespace gradlab::autograd {
 
@@ -117,6 +119,11 @@ auto record(const Site& site, Args&&... args) {
   op->site = site;
   op->module_site = ModuleCallScope::current();
   op->set_recording(rec);
+  detail::TraceScope trace;  // jit::trace: one relaxed load when no trace runs
+  std::optional<detail::TracedCall> call;
+  if (trace.active()) GRADLAB_UNLIKELY
+    call = detail::make_traced_call<OpT>(
+        site, [](const Site& s, const auto&... a) { return record<OpT>(s, a...); }, args...);
   auto out = [&] {
     AutoGradMode no_grad(false);
     return op->forward(std::forward<Args>(args)...);
@@ -129,6 +136,10 @@ auto record(const Site& site, Args&&... args) {
     connect(op, inputs, outputs);
   }
   check_forward_anomaly(OpT::kName, site, inputs, outputs);
+  if (trace.active()) GRADLAB_UNLIKELY {
+    call->outputs = detail::as_list(out);
+    detail::trace_call(std::move(*call));
+  }
   return out;
 }
 

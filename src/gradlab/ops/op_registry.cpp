@@ -91,4 +91,37 @@ void remove_backward_override(const std::type_info& op, const BackwardFn* fn) {
 
 }  // namespace detail
 
+// ---- the tracer's hook (ops/trace_hook.hpp) ---------------------------------------------------
+
+namespace detail {
+
+std::atomic<int> tracers_active{0};
+
+namespace {
+struct ThreadTracer {
+  TraceSink sink = nullptr;
+  void* tracer = nullptr;
+  int depth = 0;  // record() calls in flight on this thread while tracing
+};
+thread_local ThreadTracer t_tracer;
+}  // namespace
+
+bool trace_enter() {
+  if (t_tracer.sink == nullptr || t_tracer.depth != 0) return false;
+  ++t_tracer.depth;
+  return true;
+}
+void trace_leave() { --t_tracer.depth; }
+bool trace_in_op() { return t_tracer.depth != 0; }
+void trace_call(TracedCall&& call) {
+  if (t_tracer.sink != nullptr) t_tracer.sink(t_tracer.tracer, std::move(call));
+}
+void set_trace_sink(TraceSink sink, void* tracer) {
+  t_tracer.sink = sink;
+  t_tracer.tracer = tracer;
+  t_tracer.depth = 0;
+}
+
+}  // namespace detail
+
 }  // namespace gradlab::autograd

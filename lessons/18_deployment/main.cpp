@@ -1,0 +1,201 @@
+// Lesson 18: from experiment to deployment.
+//
+// A trained digits classifier goes the last steps of the workflow: eval mode + no_grad for
+// inference; jit::trace to record its forward as a graph (and what a trace cannot see: a branch
+// on tensor values); jit::compile to fuse elementwise chains into one pass over memory, checked
+// against eager and timed against it in the same run; onnx::export_model to an ONNX file that
+// onnxruntime (from the project's .venv) runs to the same predictions.
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <gradlab/gradlab.hpp>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <vector>
+
+#include "common/lesson.hpp"
+#include "common/util.hpp"
+
+namespace gl = gradlab;
+namespace nn = gradlab::nn;
+namespace fs = std::filesystem;
+using lesson::fmt;
+
+namespace {
+
+double accuracy(nn::Sequential& model, const gl::Tensor& x, const gl::Tensor& y) {
+  gl::NoGradGuard no_grad;
+  return gl::mean((gl::argmax(model(x), 1) == y).to(gl::kFloat64)).item<double>();
+}
+
+// A LayerNorm written out with elementwise ops and sums: what jit::compile fuses.
+std::vector<gl::Tensor> layer_norm_chain(const std::vector<gl::Tensor>& in) {
+  const gl::Tensor& x = in[0];
+  const double D = static_cast<double>(x.size(-1));
+  gl::Tensor xc = x - x.sum({-1}, true) / D;
+  gl::Tensor var = (xc * xc).sum({-1}, true) / D;
+  return {xc / gl::sqrt(var + 1e-5) * in[1] + in[2]};
+}
+
+// Best wall time (ms) of `reps` calls of f, over `trials` trials (the best is the least disturbed
+// by other processes).
+template <class F>
+double best_ms(F&& f, int reps, int trials) {
+  double best = 1e300;
+  for (int k = 0; k < trials; ++k) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int r = 0; r < reps; ++r) f();
+    const auto t1 = std::chrono::steady_clock::now();
+    best = std::min(best, std::chrono::duration<double, std::milli>(t1 - t0).count() / reps);
+  }
+  return best;
+}
+
+// A branch on data: the classic trap of tracing.
+gl::Tensor branchy(const gl::Tensor& x) {
+  if (x.sum().item<float>() > 0) return x * 2;
+  return -x;
+}
+
+}  // namespace
+
+int main() {
+  lesson::Lesson L("18", "deployment: eval, trace, compile, ONNX");
+  return L.run([&] {
+    // -------------------------------------------------------------------------------------------
+    L.section("1. A trained model, in eval mode and under no_grad");
+    gl::manual_seed(0);
+    gl::data::DigitsSplit split = gl::data::load_digits_split();
+    const gl::Tensor xtr = split.train.data(), ytr = split.train.targets();
+    const gl::Tensor xte = split.test.data(), yte = split.test.targets();
+    nn::Sequential model(nn::Linear(64, 64), nn::BatchNorm1d(64), nn::ReLU(), nn::Dropout(0.2),
+                         nn::Linear(64, 10));
+    gl::optim::Adam opt(model->parameters(), gl::optim::AdamOptions(1e-2));
+    for (int step = 0; step < 60; ++step) {  // full-batch steps: enough for this small net
+      opt.zero_grad();
+      gl::nn::functional::cross_entropy(model(xtr), ytr).backward();
+      opt.step();
+    }
+    gl::Tensor probe = xte.narrow(0, 0, 8);
+    gl::Tensor a = model(probe), b = model(probe);
+    L.check(!gl::equal(a, b), "in training mode two calls differ (Dropout draws new masks)");
+    model->eval();
+    gl::Tensor c, d;
+    {
+      gl::NoGradGuard no_grad;
+      c = model(probe), d = model(probe);
+    }
+    L.check(gl::equal(c, d), "in eval mode the same input gives the same output, bit for bit");
+    L.check(!c.requires_grad() && c.grad_fn() == nullptr,
+            "under NoGradGuard no graph is recorded (no grad_fn)");
+    const double acc = accuracy(model, xte, yte);
+    std::cout << "test accuracy (eval mode): " << fmt(acc, 3) << "\n";
+    L.check(acc > 0.9, "the model is worth deploying: test accuracy above 0.9");
+
+    // -------------------------------------------------------------------------------------------
+    L.section("2. jit::trace: the forward as a graph, and what a trace cannot see");
+    gl::jit::Graph g = gl::jit::trace([&](const gl::Tensor& x) { return model(x); }, probe);
+    std::cout << "traced ops: " << lesson::join(g.kinds()) << "\n";
+    const fs::path dot = lesson::output_dir() / "model.dot";
+    std::ofstream(dot) << g.dot();
+    std::cout << "graph written to " << dot.string() << " (Graphviz: dot -Tsvg model.dot)\n";
+    gl::Tensor other = xte.narrow(0, 100, 8), replayed, direct;
+    {
+      gl::NoGradGuard no_grad;
+      replayed = g.replay(other);
+      direct = model(other);
+    }
+    L.check(lesson::max_abs_diff(replayed, direct) < 1e-6,
+            "replaying the graph on other inputs gives the model's outputs");
+    L.check(g.warnings.empty(), "the model's forward reads no tensor value on the host: no TracerWarning");
+    gl::jit::TraceOptions quiet;
+    quiet.print_warnings = false;
+    gl::Tensor pos = gl::ones({3}), neg = -gl::ones({3});
+    gl::jit::Graph gb = gl::jit::trace(branchy, pos, quiet);
+    std::cout << "branchy traced on ones: " << lesson::join(gb.kinds()) << "\n"
+              << (gb.warnings.empty() ? "(no warning)" : gb.warnings[0].substr(0, 60) + " ...") << "\n";
+    L.check(gb.warnings.size() == 1, "item() inside the traced function raises a TracerWarning");
+    L.check(!gl::allclose(gb.replay(neg), branchy(neg)),
+            "the trace froze the x > 0 branch: on -ones it computes x * 2, not -x");
+    gl::jit::TraceOptions check = quiet;
+    check.check_inputs = {{neg}};
+    L.check_throws([&] { gl::jit::trace(branchy, pos, check); }, "graphs differed across invocations",
+                   "re-tracing on other inputs (check_inputs) catches it: TracingCheckError");
+
+    // -------------------------------------------------------------------------------------------
+    L.section("3. jit::compile: elementwise chains fused into one pass");
+    auto ln = gl::jit::compile(layer_norm_chain);
+    const std::vector<gl::Tensor> in = {gl::randn({2048, 512}), gl::randn({512}), gl::randn({512})};
+    gl::Tensor fused = ln(in)[0], eager = layer_norm_chain(in)[0];
+    std::cout << ln.report();
+    L.check(ln.fused_regions() >= 2, "the LayerNorm chain runs as fused regions (with row-sum tails)");
+    const double err = lesson::max_abs_diff(fused, eager);
+    std::cout << "max |compiled - eager| = " << fmt("%.1e", err) << "\n";
+    L.check(err < 1e-4, "compiled equals eager within float32 tolerance (< 1e-4)");
+    // Training: the fused region is one autograd node, and its fused backward passes gradcheck.
+    auto f64 = gl::jit::compile([](const std::vector<gl::Tensor>& v) {
+      return std::vector<gl::Tensor>{gl::tanh(v[0] * v[1]) + gl::sigmoid(v[0]) * gl::exp(-v[1])};
+    });
+    gl::Tensor u = gl::randn({4, 3}, gl::dtype(gl::kFloat64)).requires_grad_();
+    gl::Tensor w = gl::randn({4, 3}, gl::dtype(gl::kFloat64)).requires_grad_();
+    L.check(f64({u, w})[0].grad_fn()->name() == "FusedBackward0",
+            "a fused region records one autograd node (FusedBackward0)");
+    auto report = gl::testing::gradcheck([&](const gl::TensorList& v) { return f64(v); }, {u, w},
+                                         gl::testing::GradcheckOptions().raise_exception(false));
+    L.check(report.ok, "gradcheck (float64) passes on the compiled function: the fused backward is right");
+    // Speed, against eager in the same run. NOTE: a loaded machine slows both; the claim asks for
+    // 1.3x (2-3x is typical here), re-measured up to 3 rounds when a busy spell spoils one.
+    double t_eager = 0, t_compiled = 0;
+    for (int round = 0; round < 3 && (round == 0 || t_eager < 1.3 * t_compiled); ++round) {
+      t_eager = best_ms([&] { layer_norm_chain(in); }, 3, 5);
+      t_compiled = best_ms([&] { ln(in); }, 3, 5);
+    }
+    std::cout << "LayerNorm chain [2048, 512]: eager " << fmt(t_eager, 2) << " ms, compiled "
+              << fmt(t_compiled, 2) << " ms (" << fmt(t_eager / t_compiled, 1) << "x faster)\n";
+    L.check(t_eager >= 1.3 * t_compiled, "compiled is at least 1.3x faster than eager (same run)");
+
+    // -------------------------------------------------------------------------------------------
+    L.section("4. onnx::export_model, run by onnxruntime");
+    const fs::path onnx_file = lesson::output_dir() / "digits_mlp.onnx";
+    gl::onnx::export_model(model, xte, onnx_file.string());
+    L.check(fs::file_size(onnx_file) > 0, "the eval-mode model is exported (checked by onnx::checker)");
+    const fs::path py = fs::path(GRADLAB_SOURCE_DIR) / ".venv" / "bin" / "python";
+    const fs::path xin = lesson::output_dir() / "x.npy", want = lesson::output_dir() / "want.npy",
+                   got = lesson::output_dir() / "ort.npy", log = lesson::output_dir() / "ort.log";
+    gl::Tensor logits;
+    {
+      gl::NoGradGuard no_grad;
+      logits = model(xte);
+    }
+    gl::io::save_npy(xte, xin);
+    gl::io::save_npy(logits, want);
+    fs::remove(got);
+    int code = 77;
+    if (fs::exists(py)) {
+      const std::string cmd = py.string() + " " + GRADLAB_SOURCE_DIR + "/tools/onnxruntime_check.py " +
+                              onnx_file.string() + " " + xin.string() + " " + want.string() +
+                              " --out " + got.string() + " > " + log.string() + " 2>&1";
+      const int rc = std::system(cmd.c_str());
+      code = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+    }
+    if (code == 77) {
+      std::cout << "SKIPPED: onnxruntime is not in " << py.parent_path().parent_path().string()
+                << " (run tools/setup.sh); the ONNX predictions are not checked here.\n";
+    } else {
+      std::ifstream f(log);
+      std::stringstream text;
+      text << f.rdbuf();
+      const std::string t = text.str();
+      std::cout << "onnxruntime: " << (t.find("max") != std::string::npos ? t.substr(t.find("max")) : t);
+      gl::Tensor ort = fs::exists(got) ? gl::io::load_npy(got) : gl::Tensor();
+      L.check(code == 0 && ort.defined(), "onnxruntime runs the file and matches gradlab's logits within 1e-5");
+      L.check(ort.defined() && gl::equal(gl::argmax(ort, 1), gl::argmax(logits, 1)),
+              "the same predictions for all 360 test digits");
+    }
+  });
+}
