@@ -187,7 +187,9 @@ CrossEntropyForward cross_entropy_forward(const Tensor& logits, const Tensor& ta
                                           double smoothing) {
   if (is_low(logits)) {  // logsumexp in float32; the per-row losses rounded once
     CrossEntropyForward r = cross_entropy_forward(wide(logits), target, ignore_index, smoothing);
-    return {narrow(r.loss, logits.dtype()), narrow(r.lse, logits.dtype()), r.valid};
+    // valid_count / inv_valid (CUDA only) are 0-d tensors of the logits' dtype too.
+    auto low = [&](const Tensor& t) { return t.defined() ? narrow(t, logits.dtype()) : Tensor(); };
+    return {low(r.loss), low(r.lse), r.valid, low(r.valid_count), low(r.inv_valid)};
   }
   GRADLAB_ON(logits, NN, cross_entropy_forward(logits, target, ignore_index, smoothing));
 }

@@ -208,12 +208,12 @@ std::string out_of_memory_hint() {
 std::string summary() {
   const Stats s = stats();
   // The layout of torch.cuda.memory_summary(): one row per metric, four columns.
-  constexpr int kWidth = 75;
+  constexpr std::size_t kWidth = 75;
   std::string out;
   auto rule = [&](char c) { out += "|" + std::string(kWidth, c) + "|\n"; };
   auto centered = [&](const std::string& text) {
-    const int pad = kWidth - static_cast<int>(text.size());
-    out += "|" + std::string(pad / 2, ' ') + text + std::string(pad - pad / 2, ' ') + "|\n";
+    const std::size_t pad = text.size() < kWidth ? kWidth - text.size() : 0;
+    out.append("|").append(pad / 2, ' ').append(text).append(pad - pad / 2, ' ').append("|\n");
   };
   auto row = [&](const char* metric, const std::string& cur, const std::string& peak, const std::string& tot,
                  const std::string& freed) {
