@@ -35,9 +35,10 @@ Tensor bmm(const Tensor& a_in, const Tensor& b_in, Site site) {
   return record<Bmm>(site, a, b);
 }
 
-Tensor mm(const Tensor& a, const Tensor& b, Site site) {
-  check_defined("mm", a, "a");
-  check_defined("mm", b, "b");
+Tensor mm(const Tensor& a_in, const Tensor& b_in, Site site) {
+  check_defined("mm", a_in, "a");
+  check_defined("mm", b_in, "b");
+  const Tensor a = autocast_lower(a_in, site), b = autocast_lower(b_in, site);
   GRADLAB_CHECK(a.dim() == 2 && b.dim() == 2, ShapeError, "mm", "both arguments must be matrices",
                 "2-D and 2-D", shape_str(a.sizes()) + " and " + shape_str(b.sizes()));
   check_same_device("mm", a, b);
