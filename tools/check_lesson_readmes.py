@@ -12,7 +12,7 @@ THE EXCERPT RULE
     the last line matched by the earlier ones). Trailing whitespace is ignored. An excerpt line
     that is only "..." marks skipped lines and is not compared; "..." inside a line stands for
     any text (a long line shortened), the rest of the line must match around it.
-  * Before comparing, both sides are masked, and only here may they differ:
+  * Before comparing, both sides are masked (where they may differ freely):
       - timings: a number followed by ns, us, µs, ms or s        -> <t> ms / <t> s ...
       - rates:   a number followed by a unit per second (samples/s, GB/s)  -> <n> GB/s
         (for both, the spaces padding the number shrink to one: table columns keep matching
@@ -24,7 +24,22 @@ THE EXCERPT RULE
         /tmp/gradlab-lessons/07/x.csv                            -> <dir>/x.csv
       - the padding before a masked timing, rate or speed-up collapses to one space, so a
         wider number that shifts a table's columns (1520.303 ms vs 114.834 ms) still matches
-    Everything else (values, checksums, file:line sites, claim texts) must match exactly.
+    (these are the masks of tools/run_notebooks.py too, which compares cells with line_matcher)
+  * Numbers left after masking are compared as numbers, everything else (checksums, file:line
+    sites, claim texts, the words between numbers) exactly; a run of spaces matches any run of
+    spaces (a wider number may shift a table column):
+      - an integer (no "." and no exponent: a step, a count, a size, a seed) must be equal;
+      - a decimal number may differ by one unit in the last digit the README prints (a value a
+        hair from a rounding boundary prints either way) plus RTOL = 5e-5 of its size: float32
+        noise from another BLAS kernel or thread count (1e-7 per operation, more after some
+        training: the loss of lesson 07's diverging run, 125.69, moved by 2.2e-5 of itself)
+        stays under that, a changed 4th significant digit does not (it is a relative change of
+        at least 1e-4), unless the README prints only 4 significant digits and the change is the
+        single unit of the last one that a rounding flip makes.
+    So 0.180468553272204 matches 0.180468553272187 and 2.2972 matches 2.2973, but 2.2982 does
+    not match 2.2972, nor 0.1806 match 0.1804, nor 17 match 15. A difference that is rounding
+    noise is not a number to compare: lessons print it as noise ("< 1e-15"), and that text must
+    match exactly.
   * The lesson must exit with status 0.
 
 Usage (ctest runs the first form, one test per lesson, label lesson):
@@ -67,12 +82,56 @@ def mask(line):
     return line
 
 
+# A number as the lines print it: 12, -0.9750, 5.6e-17, 1e-03, .5 (not the digits of a word
+# such as float32 or fnv1a64:7662b4a8, nor a version-like 1.2.3).
+_NUMBER = r"(?<![\w.])[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?(?![\w]|\.\d)"
+_NUMBER_RE = re.compile(_NUMBER)
+# The relative part of the tolerance on decimal numbers (see THE EXCERPT RULE above).
+RTOL = 5e-5
+
+
+def last_digit_unit(text):
+    """One unit in the last printed digit: 0.9750 -> 1e-4, 5.6e-17 -> 1e-18, 2e-03 -> 1e-3."""
+    mantissa, _, exponent = text.lower().partition("e")
+    decimals = len(mantissa.split(".")[1]) if "." in mantissa else 0
+    return 10.0 ** (int(exponent or 0) - decimals)
+
+
+def numbers_match(want, real):
+    """The README's number `want` against the output's `real` (both as printed)."""
+    is_int = lambda t: not any(c in t for c in ".eE")
+    if is_int(want) or is_int(real):
+        return want.lstrip("+") == real.lstrip("+")
+    a, b = float(want), float(real)
+    return abs(a - b) <= last_digit_unit(want) + RTOL * abs(a)
+
+
 def line_matcher(want):
-    """want == real, where each "..." of want stands for any text."""
-    if "..." not in want:
-        return lambda real: real == want
-    pattern = re.compile(".*?".join(re.escape(part) for part in want.split("...")) + r"\Z", re.S)
-    return lambda real: pattern.match(real) is not None
+    """want == real, up to the tolerance on numbers, where each "..." of want is any text."""
+    parts, numbers, pos = [], [], 0
+    for m in _NUMBER_RE.finditer(want):
+        parts.append(want[pos:m.start()])
+        numbers.append(m.group(0))
+        pos = m.end()
+    parts.append(want[pos:])
+
+    def literal(text):
+        pieces = []
+        for i, chunk in enumerate(text.split("...")):
+            if i:
+                pieces.append(".*?")
+            pieces.append(re.sub(r"(?:\\ )+", " +", re.escape(chunk)))
+        return "".join(pieces)
+
+    pattern = literal(parts[0])
+    for number, text in zip(numbers, parts[1:]):
+        pattern += f"({_NUMBER})" + literal(text)
+    regex = re.compile(pattern + r"\Z", re.S)
+
+    def match(real):
+        m = regex.match(real)
+        return m is not None and all(numbers_match(w, r) for w, r in zip(numbers, m.groups()))
+    return match
 
 
 def first_difference(want, real):

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -44,9 +45,20 @@ double speed(const std::shared_ptr<data::Dataset>& ds, size_t workers, int reps 
   return best;
 }
 
+// The most samples seen sleeping at the same moment (reset by the caller): a count, which unlike
+// a speed does not depend on the machine or its load.
+std::atomic<int> g_sleeping{0}, g_peak_sleeping{0};
+
 std::shared_ptr<data::Dataset> sleeping(size_t n, int ms) {
   auto slow = data::map(digits_train(), tf::lambda([ms](const gl::Tensor& x) {
-                          if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+                          if (ms > 0) {
+                            const int now = ++g_sleeping;
+                            int seen = g_peak_sleeping.load();
+                            while (now > seen && !g_peak_sleeping.compare_exchange_weak(seen, now)) {
+                            }
+                            std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+                            --g_sleeping;
+                          }
                           return x;
                         }));
   return std::make_shared<data::Subset>(slow, data::split_indices(1437, {n, 1437 - n}, 1)[0]);
@@ -76,20 +88,35 @@ TEST(Lesson05Answers, Exercise2WorkersPastTheBatchCountGainNothing) {
   const int ms = std::max(2, static_cast<int>(std::ceil(10 * cpu_ms)));
   auto big = sleeping(256, ms);   // 16 batches
   auto small = sleeping(64, ms);  // 4 batches
-  double b8 = 0, b16 = 0, s4 = 0, s8 = 0;
-  for (int round = 0; round < 3 && (round == 0 || !(b16 > 1.4 * b8)); ++round) {
+  // The property, counted: a worker fetches one batch at a time, so at most min(workers, batches)
+  // samples wait at once; 16 workers do overlap 16 waits on 16 batches, 8 workers only 4 on 4.
+  g_peak_sleeping = 0;
+  const double s8 = speed(small, 8);
+  const int peak_small8 = g_peak_sleeping.exchange(0);
+  const double b16 = speed(big, 16, 2);
+  const int peak_big16 = g_peak_sleeping.exchange(0);
+  EXPECT_EQ(peak_small8, 4);  // 4 batches: 4 of the 8 workers have nothing to fetch
+  EXPECT_EQ(peak_big16, 16);
+  // The speed that follows, with generous margins (re-measured up to three rounds when a busy
+  // spell spoils one): 16 vs 8 workers on 16 batches halves the epoch ideally (2x; asked: 1.25x,
+  // the CPU part of a sample is at most 1/10 of its sleep, and a loaded 2-core machine runs it at a
+  // fifth of a core's speed); 8 vs 4 workers on 4 batches gains nothing (1x; asked: < 1.3x).
+  double b8 = 0, s4 = 0;
+  double b16_best = b16, s8_best = s8;
+  for (int round = 0; round < 3 && (round == 0 || !(b16_best > 1.25 * b8)); ++round) {
     b8 = std::max(b8, speed(big, 8, 2));
-    b16 = std::max(b16, speed(big, 16, 2));
+    if (round > 0) b16_best = std::max(b16_best, speed(big, 16, 2));
   }
-  for (int round = 0; round < 3 && (round == 0 || !(s8 < 1.3 * s4)); ++round) {
+  for (int round = 0; round < 3 && (round == 0 || !(s8_best < 1.3 * s4)); ++round) {
     s4 = std::max(s4, speed(small, 4));
-    s8 = std::max(s8, speed(small, 8));
+    if (round > 0) s8_best = std::max(s8_best, speed(small, 8));
   }
   std::cout << "sleep " << ms << " ms (CPU " << cpu_ms << " ms a sample): ";
-  std::cout << "256 samples: 16 vs 8 workers " << b16 / b8 << "x; 64 samples: 8 vs 4 " << s8 / s4
-            << "x\n";
-  EXPECT_GT(b16, 1.4 * b8);
-  EXPECT_LT(s8, 1.3 * s4);
+  std::cout << "256 samples: 16 vs 8 workers " << b16_best / b8 << "x (" << peak_big16
+            << " waiting at once); 64 samples: 8 vs 4 " << s8_best / s4 << "x (" << peak_small8
+            << " waiting at once)\n";
+  EXPECT_GT(b16_best, 1.25 * b8);
+  EXPECT_LT(s8_best, 1.3 * s4);
 }
 
 TEST(Lesson05Answers, Exercise3SharedGeneratorBreaksReproducibility) {

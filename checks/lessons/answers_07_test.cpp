@@ -102,8 +102,15 @@ TEST(Lesson07Answers, Exercise1AdamWPasses95PercentAfterSixEpochs) {
     if (accs2[e] > 0.95 && first95s < 0) first95s = static_cast<int>(e) + 1;
   for (const auto& r : h2.records()) max_norm2 = std::max(max_norm2, r.grad_norm);
   std::cout << "SGD: first epoch > 95%: " << first95s << ", max grad norm " << max_norm2 << "\n";
-  EXPECT_EQ(first95, 6);         // AdamW(1e-3): test accuracy first above 95% after epoch 6
-  EXPECT_EQ(first95s, 2);        // the lesson's SGD + momentum: after epoch 2
+  // AdamW(1e-3) first passes 95% test accuracy after epoch 6 in each of 8 configurations
+  // (OpenBLAS Prescott, Sandybridge, Haswell, Zen, SkylakeX kernels, 1 and 2 threads); epoch 5
+  // is at 94.2% and epoch 6 at 95.8%, 3 test digits on either side of the line, so another
+  // kernel may move the crossing by an epoch: 5 to 7. The lesson's SGD + momentum passes it
+  // after epoch 2 (same 8 configurations): sooner than AdamW in any case.
+  EXPECT_GE(first95, 5);
+  EXPECT_LE(first95, 7);
+  EXPECT_GE(first95s, 1);
+  EXPECT_LT(first95s, first95);
   EXPECT_GE(accs.back(), 0.97);  // AdamW ends at 97.8%
   EXPECT_LT(max_norm, 5.0);      // clipping at 5.0 never activates (largest norm 1.31)
   EXPECT_LT(max_norm2, 5.0);     // nor with SGD (1.36)
@@ -191,11 +198,19 @@ TEST(Lesson07Answers, Exercise3WatchHalvesLr) {
   }
   for (auto& [l, r] : tries)
     std::cout << "restart lr " << l << ": fired " << r.fired << ", acc " << r.accuracy << "\n";
+  // The properties, not the steps: lr 3.0 explodes within the first epoch, each halving fires
+  // later than the lr before it, and a whole epoch passes without firing after two halvings.
+  // Measured in 8 configurations (OpenBLAS Prescott, Sandybridge, Haswell, Zen, SkylakeX
+  // kernels, 1 and 2 threads): steps 8 and 13, then none, 77.5% test accuracy, the same in all
+  // (the watch fires before rounding differences grow). Two halvings: one more or one fewer is
+  // another behaviour (a doubled gradient needs three), not rounding.
   ASSERT_EQ(tries.size(), 3u);
-  EXPECT_EQ(tries[0].second.fired, 8);   // lr 3.0: the watch fires at step 8
-  EXPECT_EQ(tries[1].second.fired, 13);  // lr 1.5: at step 13
-  EXPECT_EQ(tries[2].second.fired, -1);  // lr 0.75: a whole epoch without firing
-  EXPECT_GT(tries[2].second.accuracy, 0.75);
+  EXPECT_GE(tries[0].second.fired, 3);  // after the 3 baseline steps of the watch
+  EXPECT_GT(tries[1].second.fired, tries[0].second.fired);
+  EXPECT_EQ(tries[2].second.fired, -1);
+  // Recovered: far above the 47.5% where lr 3.0 was stopped (and chance, 10%); 0.65 is 0.125
+  // under the 77.5% measured.
+  EXPECT_GT(tries[2].second.accuracy, 0.65);
   // (b) keep the same model and optimizer: drop the step, halve lr, go on.
   nn::Sequential m = make_mlp(4);
   optim::SGD o(m->parameters(), optim::SGDOptions(3.0).momentum(0.9));
@@ -208,13 +223,18 @@ TEST(Lesson07Answers, Exercise3WatchHalvesLr) {
     if (r.fired < 0) break;
     o.param_groups()[0].options().set_lr(cur / 2);
   }
+  // Going on with the damaged weights: the first pass is the restart's first try, step for step;
+  // the pass at lr 1.5 fires later into its pass than lr 3.0 did (at step 13, 15 or 17 in the 8
+  // configurations above: by then the runs have drifted apart), and lr 0.75 runs a whole epoch.
   ASSERT_EQ(cont.size(), 3u);
-  EXPECT_EQ(cont[0].second.fired, 8);
-  EXPECT_EQ(cont[1].second.fired, 15);
+  EXPECT_EQ(cont[0].second.fired, tries[0].second.fired);
+  EXPECT_GT(cont[1].second.fired, cont[0].second.fired);
   EXPECT_EQ(cont[2].first, 0.75);
   EXPECT_EQ(cont[2].second.fired, -1);
-  EXPECT_GT(cont[2].second.accuracy, 0.8);
-  EXPECT_LT(cont[2].second.accuracy, 0.95);  // recovered, but far from section 6's run
+  // Recovered, but far from section 6's 95%+: 68.9% to 84.4% in the 8 configurations; 0.6 is
+  // 0.09 under the lowest and still far above the 47.5% where the watch first stopped it.
+  EXPECT_GT(cont[2].second.accuracy, 0.6);
+  EXPECT_LT(cont[2].second.accuracy, 0.95);
 }
 
 TEST(Lesson07Answers, Exercise4WhereTheCosineShows) {

@@ -44,9 +44,13 @@ TEST(Lesson13Answers, Exercise1TheLargestFiniteLrOfSectionTwo) {
   const int at2 = first_non_finite(2.0), at3 = first_non_finite(3.0), at5 = first_non_finite(5.0);
   std::cout << "first non-finite step: lr 2 " << at2 << ", lr 3 " << at3 << ", lr 5 " << at5
             << "\n";
-  EXPECT_EQ(at2, -1);  // lr 2: finite for all 300 steps
-  EXPECT_EQ(at3, 161);
-  EXPECT_EQ(at5, 47);  // lr 5 goes sooner
+  // The property: lr 2 stays finite for all 300 steps, lr 3 does not, and lr 5 goes sooner.
+  // The steps themselves are not checked: in 8 configurations (OpenBLAS Prescott, Sandybridge,
+  // Haswell, Zen, SkylakeX kernels, 1 and 2 threads) lr 5 went at step 47 in all, lr 3 at
+  // step 161, 172, 185 or 187: a run near its stability limit amplifies rounding differences.
+  EXPECT_EQ(at2, -1);
+  EXPECT_GE(at5, 0);
+  EXPECT_GT(at3, at5);
 }
 
 TEST(Lesson13Answers, Exercise2MeanPoolingDoesNotGrowWithLength) {

@@ -55,7 +55,10 @@ TEST(Lesson14Answers, Exercise1WithoutTheReluOneBatchStillFits) {
   const int first = overfit(linear, opt, nn::CrossEntropyLoss(), 200, losses);
   std::cout << "no ReLU: 100% from step " << first << ", loss " << losses.front() << " -> "
             << losses.back() << "\n";
-  EXPECT_EQ(first, 4);             // 32 images in 64 dimensions: linearly separable
+  // 32 images in 64 dimensions are linearly separable: 100% within a few steps (step 4 in each
+  // of 8 OpenBLAS kernel / thread configurations; 10 leaves room for another kernel's rounding).
+  EXPECT_GE(first, 1);
+  EXPECT_LE(first, 10);
   EXPECT_LT(losses.back(), 0.01);  // so the one-batch test passes without the ReLU
 }
 
@@ -90,7 +93,10 @@ TEST(Lesson14Answers, Exercise3LabelSmoothingHasAFloorAtItsEntropy) {
   EXPECT_NEAR(h, 0.5003, 1e-4);
   EXPECT_GE(lowest, h - 1e-4);  // never below the entropy
   EXPECT_LT(lowest, h + 0.01);  // and it gets there
-  EXPECT_EQ(first, 7);          // accuracy still reaches 100%, at step 7
+  // Accuracy still reaches 100%, soon (step 7 in each of 8 OpenBLAS kernel / thread
+  // configurations; 20 leaves room for another kernel's rounding, far under the 500 steps).
+  EXPECT_GE(first, 1);
+  EXPECT_LE(first, 20);
 }
 
 TEST(Lesson14Answers, Exercise4TheLrRangeOfSgdOnOneBatch) {
@@ -105,7 +111,9 @@ TEST(Lesson14Answers, Exercise4TheLrRangeOfSgdOnOneBatch) {
               << "\n";
     if (first >= 0) fits.push_back(lr);
     if (lr == 1.0) {
-      EXPECT_EQ(first, 4);
+      // Step 4 in each of 8 OpenBLAS kernel / thread configurations; lr 0.1 needs 34.
+      EXPECT_GE(first, 1);
+      EXPECT_LE(first, 10);
     }
   }
   ASSERT_FALSE(fits.empty());

@@ -5,7 +5,7 @@
 // running-stat updates in training, the running statistics in eval). Evaluating a model still
 // in training mode gives metrics that change from run to run and quietly rewrites BatchNorm's
 // running statistics with test data. Finally, inference under NoGradGuard records no graph: it
-// keeps less memory alive and runs faster (both measured).
+// keeps less memory alive and records no node (both counted); its speed-up is printed only.
 
 #include <algorithm>
 #include <chrono>
@@ -202,17 +202,25 @@ int main() {
       gl::AutoGradMode mode(grad);
       return model(small);
     };
+    // What the guard saves is work that can be counted: the graph nodes a forward records (and
+    // the activations they save, measured above). A count, unlike a time, does not depend on the
+    // machine or its load.
+    auto nodes_of = [&](bool grad) { return gl::autograd::count_nodes(infer(grad)); };
+    const std::size_t nodes_g = nodes_of(true), nodes_n = nodes_of(false);
+    std::cout << "graph nodes one forward of 8 samples records: with grad " << nodes_g
+              << ", under NoGradGuard " << nodes_n << "\n";
+    L.check(nodes_n == 0 && nodes_g >= 5,
+            "NoGradGuard inference records no node (with grad: one per op and parameter)");
     // NOTE: interleaved trials, best (smallest) CPU time of each: a loaded machine slows some
-    // trials, and both modes get the same chances at a quiet one.
+    // trials, and both modes get the same chances at a quiet one. Printed as information: the
+    // saving per forward is real, its size in ms belongs to the machine.
     double t_grad = 1e300, t_nograd = 1e300;
     for (int trial = 0; trial < 5; ++trial) {
       t_grad = std::min(t_grad, median_cpu_ms([&] { infer(true); }, 500, 3));
       t_nograd = std::min(t_nograd, median_cpu_ms([&] { infer(false); }, 500, 3));
     }
     std::cout << "500 forwards of 8 samples (best CPU time of 15 interleaved trials): with grad "
-              << fmt(t_grad, 2) << " ms, under NoGradGuard " << fmt(t_nograd, 2) << " ms\n";
-    // NOTE: a 5% margin, so a guard that did nothing (equal times, noise either way) fails.
-    L.check(t_nograd < 0.95 * t_grad,
-            "NoGradGuard inference is at least 5% faster: nothing is recorded or saved");
+              << fmt(t_grad, 2) << " ms, under NoGradGuard " << fmt(t_nograd, 2) << " ms ("
+              << fmt(t_grad / t_nograd, 2) << "x; information, not a claim)\n";
   });
 }

@@ -395,9 +395,10 @@ int main() {
                                       "while its backward runs");
       L.check(plain_runs == 3 && ckpt_runs == 6, "and pays with a second forward of every segment");
       const double tp = best_cpu_ms(plain_step, 3), tc = best_cpu_ms(ckpt_step, 3);
+      // NOTE: the cost is the second forward counted above; its size in ms belongs to the machine
+      // and its load (a claim on it failed under load), so it is printed, not checked.
       std::cout << "best CPU time of 3: plain " << fmt(tp, 1) << " ms, checkpointed " << fmt(tc, 1) << " ms ("
-                << fmt(tc / tp, 2) << "x)\n";
-      L.check(tc > 1.05 * tp, "the recomputation costs time: the checkpointed step is slower");
+                << fmt(tc / tp, 2) << "x; information, not a claim)\n";
     }
   });
 }

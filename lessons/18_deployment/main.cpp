@@ -3,8 +3,9 @@
 // A trained digits classifier goes the last steps of the workflow: eval mode + no_grad for
 // inference; jit::trace to record its forward as a graph (and what a trace cannot see: a branch
 // on tensor values); jit::compile to fuse elementwise chains into one pass over memory, checked
-// against eager and timed against it in the same run; onnx::export_model to an ONNX file that
-// onnxruntime (from the project's .venv) runs to the same predictions.
+// against eager, the bytes it writes counted against eager's (its speed only printed);
+// onnx::export_model to an ONNX file that onnxruntime (from the project's .venv) runs to the same
+// predictions.
 
 #include <algorithm>
 #include <chrono>
@@ -40,6 +41,14 @@ std::vector<gl::Tensor> layer_norm_chain(const std::vector<gl::Tensor>& in) {
   gl::Tensor xc = x - x.sum({-1}, true) / D;
   gl::Tensor var = (xc * xc).sum({-1}, true) / D;
   return {xc / gl::sqrt(var + 1e-5) * in[1] + in[2]};
+}
+
+// Bytes one call of f allocates: what it writes into new tensors.
+template <class F>
+std::size_t bytes_allocated(F&& f) {
+  const std::size_t before = gl::memory::stats().allocated_total;
+  f();
+  return gl::memory::stats().allocated_total - before;
 }
 
 // Best wall time (ms) of `reps` calls of f, over `trials` trials (the best is the least disturbed
@@ -148,16 +157,26 @@ int main() {
     auto report = gl::testing::gradcheck([&](const gl::TensorList& v) { return f64(v); }, {u, w},
                                          gl::testing::GradcheckOptions().raise_exception(false));
     L.check(report.ok, "gradcheck (float64) passes on the compiled function: the fused backward is right");
-    // Speed, against eager in the same run. NOTE: a loaded machine slows both; the claim asks for
-    // 1.3x (2-3x is typical here), re-measured up to 3 rounds when a busy spell spoils one.
-    double t_eager = 0, t_compiled = 0;
-    for (int round = 0; round < 3 && (round == 0 || t_eager < 1.3 * t_compiled); ++round) {
-      t_eager = best_ms([&] { layer_norm_chain(in); }, 3, 5);
-      t_compiled = best_ms([&] { ln(in); }, 3, 5);
-    }
-    std::cout << "LayerNorm chain [2048, 512]: eager " << fmt(t_eager, 2) << " ms, compiled "
-              << fmt(t_compiled, 2) << " ms (" << fmt(t_eager / t_compiled, 1) << "x faster)\n";
-    L.check(t_eager >= 1.3 * t_compiled, "compiled is at least 1.3x faster than eager (same run)");
+    // What fusion saves is memory traffic: every eager op writes a new tensor that the next op
+    // reads again. Counted in bytes allocated per call (memory::stats().allocated_total), which
+    // does not depend on the machine, its load or its BLAS: eager writes 5 float32 [2048, 512]
+    // tensors (xc, xc * xc, xc / std, * w, + b: 5 x 4 MiB), the compiled chain fewer.
+    const std::size_t bytes_eager = bytes_allocated([&] { layer_norm_chain(in); });
+    const std::size_t bytes_compiled = bytes_allocated([&] { ln(in); });
+    const double full = 2048.0 * 512 * 4;  // bytes of one float32 [2048, 512] tensor
+    std::cout << "LayerNorm chain [2048, 512], bytes allocated per call: eager "
+              << gl::memory::format_bytes(bytes_eager) << " (" << fmt(bytes_eager / full, 1)
+              << " full-size tensors), compiled " << gl::memory::format_bytes(bytes_compiled) << " ("
+              << fmt(bytes_compiled / full, 1) << ")\n";
+    L.check(2 * bytes_compiled <= bytes_eager,
+            "compiled writes at most half the bytes eager writes: fewer passes over memory");
+    // The speed-up this saving buys depends on the machine (its caches, memory bandwidth and
+    // load): printed as information, not checked. bench_jit measures it with repetitions.
+    const double t_eager = best_ms([&] { layer_norm_chain(in); }, 3, 5);
+    const double t_compiled = best_ms([&] { ln(in); }, 3, 5);
+    std::cout << "measured here (information, not a claim): eager " << fmt(t_eager, 2)
+              << " ms, compiled " << fmt(t_compiled, 2) << " ms (" << fmt(t_eager / t_compiled, 1)
+              << "x faster)\n";
 
     // -------------------------------------------------------------------------------------------
     L.section("4. onnx::export_model, run by onnxruntime");

@@ -4,6 +4,8 @@
 //
 //   lesson::fmt("%.2e", err)        printf-style, one number       -> "3.10e-09"
 //   lesson::fmt(0.98055)            fixed point, 4 decimals        -> "0.9806"
+//   lesson::noise(5.6e-17, 1e-15)   a difference below the floor   -> "< 1e-15", else "%.1e"
+//   lesson::relation(3e-9, 1e-15)   the same after a name          -> "= 3.0e-09" / "< 1e-15"
 //   lesson::max_abs_diff(a, b)      max |a - b| (vectors or tensors; +inf when sizes differ, NaN
 //                                   when a difference is NaN)
 //   lesson::worst_of({d1, d2})      the largest, NaN when one is NaN
@@ -34,6 +36,21 @@ inline std::string fmt(double v, int precision = 4) {
   std::ostringstream os;
   os << std::fixed << std::setprecision(precision) << v;
   return os.str();
+}
+
+/// A difference as a lesson prints it: below `floor` it is rounding noise and prints as such
+/// ("< 1e-15"), otherwise as `format` does ("%.1e": "3.1e-09"). NOTE: noise changes with the BLAS
+/// kernel and the thread count (lesson 03 printed 5.6e-17 with Haswell kernels, 0.0e+00 with
+/// Cooperlake's), so a README that showed it would hold on one machine only. NaN prints as "nan".
+inline std::string noise(double diff, double floor, const char* format = "%.1e") {
+  if (std::abs(diff) < floor) return "< " + fmt("%.0e", floor);
+  return fmt(format, diff);
+}
+
+/// noise() after a quantity's name: "= 3.1e-09" above the floor, "< 1e-15" below it.
+inline std::string relation(double diff, double floor, const char* format = "%.1e") {
+  const std::string text = noise(diff, floor, format);
+  return text[0] == '<' ? text : "= " + text;
 }
 
 /// max_i |a_i - b_i|; +inf when the sizes differ (a mismatch must never look like agreement).
