@@ -10,6 +10,7 @@
 #       # also each level of GRADLAB_CPU_CAPABILITY (gradlab's own kernels; the variable is read
 #       # only once gradlab dispatches on it: until then these rows repeat the default run)
 #   JOBS=1 bash tools/check_portability.sh      # ctest -j (default 2)
+#   bash tools/check_portability.sh --no-build  # use build/release as it is
 #
 # Configurations:
 #   OPENBLAS_CORETYPE = unset (auto-detected), Prescott, Sandybridge, Haswell, Zen, SkylakeX:
@@ -24,9 +25,11 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 root="$PWD"
 
 quick=0
+build_first=1
 for arg in "$@"; do
   case "$arg" in
     --quick) quick=1 ;;
+    --no-build) build_first=0 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "check_portability: unknown argument '$arg' (see --help)" >&2; exit 2 ;;
   esac
@@ -44,14 +47,16 @@ for v in OPENBLAS_CORETYPE OPENBLAS_NUM_THREADS GRADLAB_CPU_CAPABILITY; do
 done
 
 # ---- build what the checks run -----------------------------------------------------------------
-source /root/.ccache_env 2>/dev/null || true
-cmake --preset release >/dev/null
-targets=(--target check_lessons)
-for d in lessons/[0-9][0-9]_*/; do targets+=(--target "lesson_$(basename "$d")"); done
-for t in $(cmake --build --preset release --target help | sed -n 's/^\.\.\. \(readme_[0-9a-f]*\)$/\1/p'); do
-  targets+=(--target "$t")
-done
-cmake --build --preset release -j"$(nproc)" "${targets[@]}" >/dev/null
+if [ "$build_first" -eq 1 ]; then
+  source /root/.ccache_env 2>/dev/null || true
+  cmake --preset release >/dev/null
+  targets=(--target check_lessons)
+  for d in lessons/[0-9][0-9]_*/; do targets+=(--target "lesson_$(basename "$d")"); done
+  for t in $(cmake --build --preset release --target help | sed -n 's/^\.\.\. \(readme_[0-9a-f]*\)$/\1/p'); do
+    targets+=(--target "$t")
+  done
+  cmake --build --preset release -j"$(nproc)" "${targets[@]}" >/dev/null
+fi
 mkdir -p "$logs"
 
 # What ctest runs in each configuration: the lessons' README checks (each runs its lesson),

@@ -56,9 +56,10 @@ TEST(Lesson14Answers, Exercise1WithoutTheReluOneBatchStillFits) {
   std::cout << "no ReLU: 100% from step " << first << ", loss " << losses.front() << " -> "
             << losses.back() << "\n";
   // 32 images in 64 dimensions are linearly separable: 100% within a few steps (step 4 in each
-  // of 8 OpenBLAS kernel / thread configurations; 10 leaves room for another kernel's rounding).
+  // of 8 OpenBLAS kernel / thread configurations). Rounding cannot move a class margin much in 4
+  // steps, but a sample on the edge may take one or two more: up to step 6.
   EXPECT_GE(first, 1);
-  EXPECT_LE(first, 10);
+  EXPECT_LE(first, 6);
   EXPECT_LT(losses.back(), 0.01);  // so the one-batch test passes without the ReLU
 }
 
@@ -92,11 +93,12 @@ TEST(Lesson14Answers, Exercise3LabelSmoothingHasAFloorAtItsEntropy) {
             << ", 100% from step " << first << "\n";
   EXPECT_NEAR(h, 0.5003, 1e-4);
   EXPECT_GE(lowest, h - 1e-4);  // never below the entropy
-  EXPECT_LT(lowest, h + 0.01);  // and it gets there
+  // And it gets there: to 6 digits in each of 8 configurations; 1e-4 is 100 times that.
+  EXPECT_LT(lowest, h + 1e-4);
   // Accuracy still reaches 100%, soon (step 7 in each of 8 OpenBLAS kernel / thread
-  // configurations; 20 leaves room for another kernel's rounding, far under the 500 steps).
+  // configurations; as above, two steps more for a sample on the edge).
   EXPECT_GE(first, 1);
-  EXPECT_LE(first, 20);
+  EXPECT_LE(first, 9);
 }
 
 TEST(Lesson14Answers, Exercise4TheLrRangeOfSgdOnOneBatch) {
@@ -111,9 +113,10 @@ TEST(Lesson14Answers, Exercise4TheLrRangeOfSgdOnOneBatch) {
               << "\n";
     if (first >= 0) fits.push_back(lr);
     if (lr == 1.0) {
-      // Step 4 in each of 8 OpenBLAS kernel / thread configurations; lr 0.1 needs 34.
+      // Step 4 in each of 8 OpenBLAS kernel / thread configurations (lr 0.1 needs 34); two steps
+      // more for a sample on the edge, as above.
       EXPECT_GE(first, 1);
-      EXPECT_LE(first, 10);
+      EXPECT_LE(first, 6);
     }
   }
   ASSERT_FALSE(fits.empty());
