@@ -96,7 +96,7 @@ run_config() {  # name, then env assignments
     failed=$((failed + 1))
     summary="$summary; failed: $(sed -n 's/^ *[0-9]* - \([^ ]*\) .*(Failed).*/\1/p' "$log" | tr '\n' ' ')"
   fi
-  rows+=("$(printf '%-34s %-5s %5d s  %s' "$name" "$([ "$rc" -eq 0 ] && echo ok || echo FAIL)" \
+  rows+=("$(printf '%-40s %-5s %5d s  %s' "$name" "$([ "$rc" -eq 0 ] && echo ok || echo FAIL)" \
     "$secs" "$summary")")
   echo "${rows[-1]}"
 }
@@ -110,7 +110,7 @@ for core in "${cores[@]}"; do
   if [ -n "$core" ]; then
     used="$(core_used OPENBLAS_CORETYPE="$core")"
     if [ "$used" != "$core" ]; then
-      rows+=("$(printf '%-34s %-5s %7s  %s' "coretype=$core" skip "" \
+      rows+=("$(printf '%-40s %-5s %7s  %s' "coretype=$core" skip "" \
         "this CPU cannot run it (OpenBLAS used '$used')")")
       echo "${rows[-1]}"
       continue
@@ -140,7 +140,7 @@ if [ "$quick" -eq 0 ]; then
 fi
 
 echo
-printf '%-34s %-5s %7s  %s\n' configuration result time "ctest"
+printf '%-40s %-5s %7s  %s\n' configuration result time "ctest"
 for r in "${rows[@]}"; do echo "$r"; done
 echo
 if [ -z "${CAPABILITIES:-}" ]; then
