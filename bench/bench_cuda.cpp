@@ -48,7 +48,7 @@
 #include <exception>
 #include <functional>
 #include <gradlab/core/cuda.hpp>
-#include <gradlab/core/cuda_kernels.hpp>
+#include <gradlab/backend/cuda/tiled_matmul.hpp>
 #include <gradlab/gradlab.hpp>
 #include <set>
 #include <string>

@@ -10,7 +10,7 @@
 # NOTE: an installed xeus-cling kernelspec of the same name is replaced (for this user or prefix).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-kernel="$root/build/release/tools/kernel/xgradlab"
+kernel="$root/build/release/kernel/xgradlab"
 dest="${JUPYTER_DATA_DIR:-${XDG_DATA_HOME:-$HOME/.local/share}/jupyter}/kernels/xcpp17"
 while [ $# -gt 0 ]; do
   case "$1" in

@@ -3,7 +3,7 @@
 
   tools/run_notebooks.py notebooks/07_training_loop.ipynb            # check (what CI does)
   tools/run_notebooks.py --update notebooks/12_out_of_memory.ipynb   # refill stored outputs
-  tools/run_notebooks.py --kernel build/release/tools/kernel/xgradlab notebooks/*.ipynb
+  tools/run_notebooks.py --kernel build/release/kernel/xgradlab notebooks/*.ipynb
 
 Each notebook runs in a fresh kernel (kernelspec xcpp17), driven by Debian's nbclient /
 jupyter_client over the Jupyter protocol, every code cell in order; no cell is skipped.
@@ -26,7 +26,7 @@ THE CHECK RULE (without --update)
 it), after the same error rule: a notebook whose cells fail is not written.
 
 --kernel PATH uses that xgradlab executable through a temporary kernelspec named xcpp17; without
-it, build/release/tools/kernel/xgradlab when it exists, else the installed xcpp17 kernelspec.
+it, build/release/kernel/xgradlab when it exists, else the installed xcpp17 kernelspec.
 Use Debian's /usr/bin/python3 (nbclient and jupyter_client are Debian packages).
 """
 
@@ -158,8 +158,8 @@ def main():
     args = parser.parse_args()
 
     kernel = args.kernel
-    if kernel is None and (ROOT / "build/release/tools/kernel/xgradlab").exists():
-        kernel = ROOT / "build/release/tools/kernel/xgradlab"
+    if kernel is None and (ROOT / "build/release/kernel/xgradlab").exists():
+        kernel = ROOT / "build/release/kernel/xgradlab"
     if kernel is not None:
         if not pathlib.Path(kernel).exists():
             print(f"run_notebooks: no kernel at {kernel}; build it: cmake --build build/release "

@@ -22,6 +22,7 @@
 #include <torch/torch.h>
 
 #include <gradlab/gradlab.hpp>
+#include <gradlab/testing.hpp>
 
 namespace gradlab_torch {
 

@@ -22,7 +22,7 @@
 #include "common/check_helpers.hpp"
 #include "cuda_env.hpp"
 #include "gradlab/core/cuda.hpp"
-#include "gradlab/core/cuda_kernels.hpp"
+#include "gradlab/backend/cuda/tiled_matmul.hpp"
 #include "gradlab/ops/nn_ops.hpp"
 #include "gradlab/optim/adam.hpp"
 #include "gradlab/optim/sgd.hpp"

@@ -15,6 +15,7 @@
 #include "gradlab/backend/cuda/exec.hpp"
 #include "gradlab/backend/cuda/runtime.hpp"
 #include "gradlab/gradlab.hpp"
+#include "gradlab/testing/gradcheck.hpp"
 
 using namespace gradlab;
 using ::testing::HasSubstr;

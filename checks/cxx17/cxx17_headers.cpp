@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <gradlab/gradlab.hpp>
+#include <gradlab/testing.hpp>  // the test machinery is read by C++17 notebooks too
 #include <iostream>
 #include <memory>
 #include <string>

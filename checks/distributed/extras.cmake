@@ -1,6 +1,8 @@
 # checks/distributed extras: programs that run under mpirun (label mpi). Each ctest starts
-# `mpirun -np 2 --oversubscribe` with Open MPI's root variables (CI runs as root) and
-# OPENBLAS_NUM_THREADS=1 (two ranks on two cores). Registered only when gradlab found MPI.
+# `mpirun -np 2 --oversubscribe` with OPENBLAS_NUM_THREADS=1 (two ranks on two cores) and Open
+# MPI's two root variables. NOTE: set here on purpose: CI and the dev containers run as root, which
+# Open MPI refuses without them, and the library never allows it by itself. Registered only when
+# gradlab found MPI.
 
 if(GRADLAB_HAVE_MPI)
   set(_mpi_env

@@ -8,6 +8,7 @@
 #include <gradlab/backend/cuda/fused.hpp>
 #include <gradlab/gradlab.hpp>
 #include <gradlab/jit/compile.hpp>
+#include <gradlab/testing/gradcheck.hpp>
 
 using namespace gradlab;
 

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "gradlab/gradlab.hpp"
+#include "gradlab/testing/gradcheck.hpp"
 #include "gradlab/ops/internal/elementwise.hpp"
 
 namespace gradlab {

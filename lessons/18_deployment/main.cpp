@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <gradlab/gradlab.hpp>
+#include <gradlab/testing.hpp>
 #include <iostream>
 #include <sstream>
 #include <string>

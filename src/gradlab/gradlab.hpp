@@ -1,5 +1,6 @@
 #pragma once
 // gradlab: a readable autograd engine whose API mirrors LibTorch. The one header users include.
+// The test machinery (gradcheck, the op table, mutants) is <gradlab/testing.hpp>.
 
 #include "gradlab/amp/amp.hpp"
 #include "gradlab/autograd/anomaly.hpp"
@@ -10,7 +11,6 @@
 #include "gradlab/autograd/graph.hpp"
 #include "gradlab/autograd/node.hpp"
 #include "gradlab/core/cuda.hpp"
-#include "gradlab/core/cuda_kernels.hpp"
 #include "gradlab/core/device.hpp"
 #include "gradlab/core/dtype.hpp"
 #include "gradlab/core/error.hpp"
@@ -24,6 +24,7 @@
 #include "gradlab/core/tensor.hpp"
 #include "gradlab/ops/ops.hpp"
 #include "gradlab/ops/nn_ops.hpp"
+#include "gradlab/nn/functional.hpp"
 #include "gradlab/nn/nn.hpp"
 #include "gradlab/optim/optim.hpp"
 #include "gradlab/train/history.hpp"
@@ -36,9 +37,6 @@
 #include "gradlab/diagnose/diagnose.hpp"
 #include "gradlab/io/io.hpp"
 #include "gradlab/distributed/distributed.hpp"
-#include "gradlab/testing/gradcheck.hpp"
-#include "gradlab/testing/mutants.hpp"
-#include "gradlab/testing/op_table.hpp"
 #include "gradlab/jit/trace.hpp"
 #include "gradlab/jit/compile.hpp"
 #include "gradlab/onnx/export.hpp"

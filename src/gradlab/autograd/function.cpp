@@ -100,13 +100,4 @@ void AutogradContext::release() {
   // keep saved_ entries: unpack of a reset entry raises the "backward twice" error
 }
 
-std::string demangle(const char* mangled) {
-  int status = 0;
-  char* d = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
-  std::string r = status == 0 && d ? d : mangled;
-  std::free(d);
-  auto p = r.rfind("::");
-  return p == std::string::npos ? r : r.substr(p + 2);
-}
-
 }  // namespace gradlab::autograd

@@ -16,8 +16,6 @@
 // per element of a std::vector<Tensor> argument, in order (an undefined Tensor for non-tensor
 // arguments or inputs that need none).
 
-#include <cxxabi.h>
-
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -27,6 +25,7 @@
 
 #include "gradlab/autograd/grad_mode.hpp"
 #include "gradlab/autograd/record.hpp"
+#include "gradlab/core/demangle.hpp"
 
 namespace gradlab::autograd {
 
@@ -98,14 +97,11 @@ class AutogradContext {
   bool materialize_grads_ = true;
 };
 
-/// "MyFunc" from a type (demangled), used to name custom nodes "MyFuncBackward".
-std::string demangle(const char* mangled);
-
 /// The graph node of a custom function.
 template <class T>
 class CppNode final : public Node {
  public:
-  std::string name() const override { return demangle(typeid(T).name()) + "Backward"; }
+  std::string name() const override { return unqualified_type_name(typeid(T).name()) + "Backward"; }
   GradList apply(GradList&& grads) override {
     if (!ctx.materialize_grads())
       for (size_t i = 0; i < grads.size(); ++i)

@@ -76,3 +76,19 @@ class StateDict {
 };
 
 }  // namespace gradlab
+
+namespace gradlab::io {
+
+/// load_state_dict found problems: missing / unexpected keys (strict), shape or dtype mismatches.
+/// what() lists every one of them; the fields hold them for programs.
+/// NOTE: declared here, under its public name io::StateDictError, because nn::Module's
+/// load_state_dict throws it and nn/ ranks below io/ (docs/layers.md).
+class StateDictError : public Error {
+ public:
+  using Error::Error;
+  std::vector<std::string> missing_keys, unexpected_keys;
+  /// "key: expected [10, 64] float32, got [10, 32] float32" for each mismatch.
+  std::vector<std::string> mismatches;
+};
+
+}  // namespace gradlab::io

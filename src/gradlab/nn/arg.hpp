@@ -22,3 +22,19 @@ struct ArgType {
                                                                                         \
  private:                                                                               \
   typename ::gradlab::detail::ArgType<T>::type name##_
+
+/// GRADLAB_ARG for a base class template that several options types share (CRTP): the setter
+/// returns `Derived&`, so `AdamWOptions(1e-3).betas(...).eps(...)` stays an AdamWOptions.
+#define GRADLAB_SHARED_ARG(Derived, T, name)                                                     \
+ public:                                                                                         \
+  inline Derived& name(const typename ::gradlab::detail::ArgType<T>::type& new_##name) {         \
+    this->name##_ = new_##name;                                                                  \
+    return static_cast<Derived&>(*this);                                                         \
+  }                                                                                              \
+  inline const typename ::gradlab::detail::ArgType<T>::type& name() const noexcept {             \
+    return this->name##_;                                                                        \
+  }                                                                                              \
+  inline typename ::gradlab::detail::ArgType<T>::type& name() noexcept { return this->name##_; } \
+                                                                                                 \
+ private:                                                                                        \
+  typename ::gradlab::detail::ArgType<T>::type name##_

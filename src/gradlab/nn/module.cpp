@@ -1,7 +1,5 @@
 #include "gradlab/nn/module.hpp"
 
-#include <cxxabi.h>
-
 #include <cstdlib>
 #include <ostream>
 #include <sstream>
@@ -10,26 +8,25 @@
 
 #include "gradlab/autograd/grad_mode.hpp"
 #include "gradlab/autograd/node.hpp"
-#include "gradlab/backend/cpu/cpu.hpp"
-#include "gradlab/backend/kernels.hpp"
-#include "gradlab/backend/cuda/runtime.hpp"
+#include "gradlab/core/demangle.hpp"
+#include "gradlab/core/dispatch.hpp"
 #include "gradlab/core/tensor_impl.hpp"
-#include "gradlab/io/module_state.hpp"
+#include "gradlab/nn/module_state.hpp"
 
 namespace gradlab::nn {
 
 namespace {
 
+// A contiguous copy of t with `dtype` on `device` (no graph): core's copy kernel converts both.
+Tensor converted_copy(const Tensor& t, ScalarType dtype, Device device, const char* op) {
+  Tensor c = make_tensor(t.sizes(), dtype, device);
+  dispatch::core_kernels(op).copy(c, t);
+  return c;
+}
+
 // "gradlab::nn::LinearImpl" -> "Linear"; "(anonymous namespace)::NetImpl" -> "Net".
 std::string short_type_name(const std::type_info& t) {
-  int status = 0;
-  char* d = abi::__cxa_demangle(t.name(), nullptr, nullptr, &status);
-  std::string s = status == 0 && d ? d : t.name();
-  std::free(d);
-  auto lt = s.find('<');
-  std::string head = lt == std::string::npos ? s : s.substr(0, lt);
-  auto colon = head.rfind("::");
-  if (colon != std::string::npos) s = s.substr(colon + 2);
+  std::string s = unqualified_type_name(t.name());
   if (s.size() > 4 && s.ends_with("Impl")) s = s.substr(0, s.size() - 4);
   return s;
 }
@@ -221,7 +218,7 @@ void Module::to(ScalarType dtype) {
   auto convert = [&](Tensor& t) {
     if (!t.defined() || !t.is_floating_point() || t.dtype() == dtype) return;
     if (!done.insert(t.impl()).second) return;
-    Tensor c = kern::cast(t, dtype);
+    Tensor c = converted_copy(t, dtype, t.device(), "Module::to");
     TensorImpl* impl = t.impl();
     impl->storage = c.impl()->storage;
     impl->offset = 0;
@@ -229,21 +226,22 @@ void Module::to(ScalarType dtype) {
     impl->dtype = dtype;
     impl->view_base = nullptr;
     impl->autograd.grad_accumulator.reset();
-    if (impl->autograd.grad.defined()) impl->autograd.grad = kern::cast(impl->autograd.grad, dtype);
+    if (impl->autograd.grad.defined())
+      impl->autograd.grad = converted_copy(impl->autograd.grad, dtype, impl->autograd.grad.device(), "Module::to");
   };
   for_each_tensor(convert);
 }
 
 void Module::to(Device device) {
-  device = cuda_rt::resolve(device, "Module::to");  // "cuda" -> cuda:0; throws without a GPU
+  // "cuda" -> cuda:0; throws without a GPU
+  if (device.is_cuda()) device = dispatch::cuda_memory("Module::to").resolve(device, "Module::to");
   std::unordered_set<TensorImpl*> done;
   // As to(dtype): each TensorImpl gets storage on `device`, so Parameter handles held elsewhere
   // (an optimizer built before the move) see the moved tensor. Gradients move with them.
   auto move = [&](Tensor& t) {
     if (!t.defined() || t.device() == device) return;
     if (!done.insert(t.impl()).second) return;
-    Tensor c = make_tensor(t.sizes(), t.dtype(), device);
-    kern::copy(c, t);
+    Tensor c = converted_copy(t, t.dtype(), device, "Module::to");
     TensorImpl* impl = t.impl();
     impl->storage = c.impl()->storage;
     impl->offset = 0;
@@ -251,9 +249,8 @@ void Module::to(Device device) {
     impl->view_base = nullptr;
     impl->autograd.grad_accumulator.reset();
     if (impl->autograd.grad.defined()) {
-      Tensor g = make_tensor(impl->autograd.grad.sizes(), impl->autograd.grad.dtype(), device);
-      kern::copy(g, impl->autograd.grad);
-      impl->autograd.grad = g;
+      impl->autograd.grad =
+          converted_copy(impl->autograd.grad, impl->autograd.grad.dtype(), device, "Module::to");
     }
   };
   for_each_tensor(move);
@@ -266,10 +263,10 @@ int64_t Module::num_parameters(bool trainable_only) const {
   return n;
 }
 
-StateDict Module::state_dict() const { return io::module_state_dict(*this); }
+StateDict Module::state_dict() const { return module_state_dict(*this); }
 
 LoadResult Module::load_state_dict(const StateDict& state, bool strict) {
-  return io::load_module_state_dict(*this, state, strict);
+  return load_module_state_dict(*this, state, strict);
 }
 
 void Module::pretty_print(std::ostream& os) const { os << name() << "()"; }

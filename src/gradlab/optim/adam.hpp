@@ -15,44 +15,44 @@ namespace gradlab::optim {
 /// (β1, β2) of Adam and AdamW.
 using Betas = std::tuple<double, double>;
 
-/// Options of optim::Adam.
-class AdamOptions : public OptimizerOptions {
+namespace detail {
+/// The hyperparameters Adam and AdamW share (only weight_decay's default differs), once: what
+/// state_dict() saves and load_state_dict() reads.
+template <class Options>
+class AdamOptionsBase : public OptionsWithHyperparameters<Options> {
  public:
-  AdamOptions(double lr = 1e-3) : lr_(lr) {}  // NOLINT
-  std::unique_ptr<OptimizerOptions> clone() const override {
-    return std::make_unique<AdamOptions>(*this);
+  explicit AdamOptionsBase(double lr, double weight_decay) : lr_(lr), weight_decay_(weight_decay) {}
+  template <class Self, class F>
+  static void visit_hyperparameters(Self& o, F&& f) {
+    f("lr", o.lr_);
+    f("betas", o.betas_);  // saved as beta1, beta2
+    f("eps", o.eps_);
+    f("weight_decay", o.weight_decay_);
+    f("amsgrad", o.amsgrad_);
+    f("maximize", o.maximize_);
   }
-  double get_lr() const override { return lr_; }
-  void set_lr(double lr) override { lr_ = lr; }
-  std::vector<std::pair<std::string, double>> hyperparameters() const override;
-  void set_hyperparameter(const std::string& name, double value) override;
 
-  GRADLAB_ARG(double, lr);
-  GRADLAB_ARG(Betas, betas) = std::make_tuple(0.9, 0.999);
-  GRADLAB_ARG(double, eps) = 1e-8;
-  GRADLAB_ARG(double, weight_decay) = 0.0;
-  GRADLAB_ARG(bool, amsgrad) = false;
-  GRADLAB_ARG(bool, maximize) = false;
+  GRADLAB_SHARED_ARG(Options, double, lr);
+  GRADLAB_SHARED_ARG(Options, Betas, betas) = std::make_tuple(0.9, 0.999);
+  GRADLAB_SHARED_ARG(Options, double, eps) = 1e-8;
+  GRADLAB_SHARED_ARG(Options, double, weight_decay);
+  GRADLAB_SHARED_ARG(Options, bool, amsgrad) = false;
+  GRADLAB_SHARED_ARG(Options, bool, maximize) = false;
+};
+}  // namespace detail
+
+/// Options of optim::Adam.
+class AdamOptions : public detail::AdamOptionsBase<AdamOptions> {
+ public:
+  static constexpr const char* kOptimizer = "Adam";
+  AdamOptions(double lr = 1e-3) : AdamOptionsBase(lr, 0.0) {}  // NOLINT
 };
 
 /// Options of optim::AdamW (weight_decay defaults to 1e-2).
-class AdamWOptions : public OptimizerOptions {
+class AdamWOptions : public detail::AdamOptionsBase<AdamWOptions> {
  public:
-  AdamWOptions(double lr = 1e-3) : lr_(lr) {}  // NOLINT
-  std::unique_ptr<OptimizerOptions> clone() const override {
-    return std::make_unique<AdamWOptions>(*this);
-  }
-  double get_lr() const override { return lr_; }
-  void set_lr(double lr) override { lr_ = lr; }
-  std::vector<std::pair<std::string, double>> hyperparameters() const override;
-  void set_hyperparameter(const std::string& name, double value) override;
-
-  GRADLAB_ARG(double, lr);
-  GRADLAB_ARG(Betas, betas) = std::make_tuple(0.9, 0.999);
-  GRADLAB_ARG(double, eps) = 1e-8;
-  GRADLAB_ARG(double, weight_decay) = 1e-2;
-  GRADLAB_ARG(bool, amsgrad) = false;
-  GRADLAB_ARG(bool, maximize) = false;
+  static constexpr const char* kOptimizer = "AdamW";
+  AdamWOptions(double lr = 1e-3) : AdamOptionsBase(lr, 1e-2) {}  // NOLINT
 };
 
 /// Adam (Kingma & Ba); state: step (0-d float64), exp_avg, exp_avg_sq, max_exp_avg_sq (amsgrad).

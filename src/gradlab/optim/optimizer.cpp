@@ -10,6 +10,45 @@
 
 namespace gradlab::optim {
 
+namespace detail {
+
+void put_hyperparameter(Hyperparameters& out, const char* name, double v) { out.emplace_back(name, v); }
+void put_hyperparameter(Hyperparameters& out, const char* name, bool v) {
+  out.emplace_back(name, v ? 1.0 : 0.0);
+}
+void put_hyperparameter(Hyperparameters& out, const char*, const std::tuple<double, double>& v) {
+  out.emplace_back("beta1", std::get<0>(v));
+  out.emplace_back("beta2", std::get<1>(v));
+}
+
+bool set_hyperparameter(double& field, const char* name, const std::string& key, double v) {
+  if (key != name) return false;
+  field = v;
+  return true;
+}
+bool set_hyperparameter(bool& field, const char* name, const std::string& key, double v) {
+  if (key != name) return false;
+  field = v != 0;
+  return true;
+}
+bool set_hyperparameter(std::tuple<double, double>& field, const char*, const std::string& key,
+                        double v) {
+  if (key == "beta1") std::get<0>(field) = v;
+  if (key == "beta2") std::get<1>(field) = v;
+  return key == "beta1" || key == "beta2";
+}
+
+void unknown_hyperparameter(const char* optimizer, const std::string& key,
+                            const Hyperparameters& known) {
+  std::string names;
+  for (const auto& [name, v] : known) names += (names.empty() ? "" : ", ") + name;
+  throw ValueError(error_message(
+      std::string(optimizer) + "::load_state_dict", "unknown hyperparameter '" + key + "'",
+      "one of " + names, "'" + key + "'", "was the state saved from another optimizer type?"));
+}
+
+}  // namespace detail
+
 OptimizerParamGroup::OptimizerParamGroup(const OptimizerParamGroup& other)
     : params_(other.params_), options_(other.options_ ? other.options_->clone() : nullptr) {}
 

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -29,6 +30,52 @@ class OptimizerOptions {
   virtual std::vector<std::pair<std::string, double>> hyperparameters() const = 0;
   /// Sets one hyperparameter by name (what load_state_dict() reads); unknown names are an error.
   virtual void set_hyperparameter(const std::string& name, double value) = 0;
+};
+
+namespace detail {
+using Hyperparameters = std::vector<std::pair<std::string, double>>;
+// One hyperparameter as state_dict() saves it: a number as itself, a bool as 0/1, the (β1, β2)
+// pair as two entries beta1 and beta2.
+void put_hyperparameter(Hyperparameters& out, const char* name, double v);
+void put_hyperparameter(Hyperparameters& out, const char* name, bool v);
+void put_hyperparameter(Hyperparameters& out, const char* name, const std::tuple<double, double>& v);
+// Sets `field` when `key` names it (beta1 / beta2 for the pair); false when it does not.
+bool set_hyperparameter(double& field, const char* name, const std::string& key, double v);
+bool set_hyperparameter(bool& field, const char* name, const std::string& key, double v);
+bool set_hyperparameter(std::tuple<double, double>& field, const char* name, const std::string& key,
+                        double v);
+[[noreturn]] void unknown_hyperparameter(const char* optimizer, const std::string& key,
+                                         const Hyperparameters& known);
+}  // namespace detail
+
+/// OptimizerOptions whose hyperparameters are listed once, in
+/// `Derived::visit_hyperparameters(options, f)` (f(name, field) per hyperparameter, lr first):
+/// state_dict(), load_state_dict() and the error for an unknown name all read that list.
+template <class Derived>
+class OptionsWithHyperparameters : public OptimizerOptions {
+ public:
+  std::unique_ptr<OptimizerOptions> clone() const override {
+    return std::make_unique<Derived>(self());
+  }
+  double get_lr() const override { return self().lr(); }
+  void set_lr(double lr) override { self().lr(lr); }
+  std::vector<std::pair<std::string, double>> hyperparameters() const override {
+    detail::Hyperparameters out;
+    Derived::visit_hyperparameters(
+        self(), [&out](const char* name, const auto& field) { detail::put_hyperparameter(out, name, field); });
+    return out;
+  }
+  void set_hyperparameter(const std::string& key, double value) override {
+    bool found = false;
+    Derived::visit_hyperparameters(self(), [&](const char* name, auto& field) {
+      found = found || detail::set_hyperparameter(field, name, key, value);
+    });
+    if (!found) detail::unknown_hyperparameter(Derived::kOptimizer, key, hyperparameters());
+  }
+
+ private:
+  const Derived& self() const { return static_cast<const Derived&>(*this); }
+  Derived& self() { return static_cast<Derived&>(*this); }
 };
 
 /// A list of parameters that share options.

@@ -5,6 +5,7 @@
 // parameters always take the composite path, which stays the reference for the fused one.
 
 #include <cmath>
+#include <functional>
 
 #include "gradlab/backend/kernels.hpp"
 #include "gradlab/core/factories.hpp"
@@ -20,13 +21,6 @@ namespace {
 
 std::vector<OptimizerParamGroup> one_group(const std::vector<Tensor>& params) {
   return {OptimizerParamGroup(params)};
-}
-
-[[noreturn]] void unknown_hyper(const char* opt, const std::string& name,
-                                const std::string& known) {
-  throw ValueError(error_message(
-      std::string(opt) + "::load_state_dict", "unknown hyperparameter '" + name + "'",
-      "one of " + known, "'" + name + "'", "was the state saved from another optimizer type?"));
 }
 
 void check_range(const char* opt, const char* what, double v, double lo, double hi,
@@ -109,66 +103,33 @@ void check_adam(const char* opt, double lr, std::tuple<double, double> betas, do
   check_nonneg(opt, "weight_decay value", wd);
 }
 
-template <class O>
-std::vector<std::pair<std::string, double>> adam_hypers(const O& o) {
-  return {{"lr", o.lr()},
-          {"beta1", std::get<0>(o.betas())},
-          {"beta2", std::get<1>(o.betas())},
-          {"eps", o.eps()},
-          {"weight_decay", o.weight_decay()},
-          {"amsgrad", o.amsgrad() ? 1.0 : 0.0},
-          {"maximize", o.maximize() ? 1.0 : 0.0}};
-}
-
-template <class O>
-void set_adam_hyper(O& o, const char* opt, const std::string& name, double v) {
-  if (name == "lr")
-    o.lr(v);
-  else if (name == "beta1")
-    o.betas(std::make_tuple(v, std::get<1>(o.betas())));
-  else if (name == "beta2")
-    o.betas(std::make_tuple(std::get<0>(o.betas()), v));
-  else if (name == "eps")
-    o.eps(v);
-  else if (name == "weight_decay")
-    o.weight_decay(v);
-  else if (name == "amsgrad")
-    o.amsgrad(v != 0);
-  else if (name == "maximize")
-    o.maximize(v != 0);
-  else
-    unknown_hyper(opt, name, "lr, beta1, beta2, eps, weight_decay, amsgrad, maximize");
+// One Adam (decoupled = false: weight decay added to g) or AdamW (true: p *= 1 - lr * wd) step
+// over a group; `state_of` is the optimizer's per-parameter state.
+template <class Options>
+void adam_group(OptimizerParamGroup& group,
+                const std::function<ParamState&(const Tensor&)>& state_of, bool decoupled) {
+  const auto& o = static_cast<const Options&>(group.options());
+  const auto [beta1, beta2] = o.betas();
+  for (Tensor& p : group.params()) {
+    if (!p.grad().defined()) continue;
+    Tensor g = grad_of(p, o.maximize());
+    ParamState& st = state_of(p);
+    init_adam_state(st, p, o.amsgrad());
+    const double step = bump_step(st);
+    if (fused_adam(p, o.maximize(), o.amsgrad(), st, o.lr(), beta1, beta2, o.eps(), o.weight_decay(),
+                   step, decoupled))
+      continue;
+    if (decoupled)
+      p.mul_(1.0 - o.lr() * o.weight_decay());  // decoupled weight decay
+    else if (o.weight_decay() != 0)
+      g = g + o.weight_decay() * p;
+    adam_core(p, g, st, o.lr(), beta1, beta2, o.eps(), o.amsgrad(), step);
+  }
 }
 
 }  // namespace
 
 // ---- SGD -------------------------------------------------------------------------------------
-
-std::vector<std::pair<std::string, double>> SGDOptions::hyperparameters() const {
-  return {{"lr", lr_},
-          {"momentum", momentum_},
-          {"dampening", dampening_},
-          {"weight_decay", weight_decay_},
-          {"nesterov", nesterov_ ? 1.0 : 0.0},
-          {"maximize", maximize_ ? 1.0 : 0.0}};
-}
-
-void SGDOptions::set_hyperparameter(const std::string& name, double v) {
-  if (name == "lr")
-    lr_ = v;
-  else if (name == "momentum")
-    momentum_ = v;
-  else if (name == "dampening")
-    dampening_ = v;
-  else if (name == "weight_decay")
-    weight_decay_ = v;
-  else if (name == "nesterov")
-    nesterov_ = v != 0;
-  else if (name == "maximize")
-    maximize_ = v != 0;
-  else
-    unknown_hyper("SGD", name, "lr, momentum, dampening, weight_decay, nesterov, maximize");
-}
 
 SGD::SGD(const std::vector<Tensor>& params, const SGDOptions& defaults)
     : SGD(one_group(params), defaults) {}
@@ -222,19 +183,6 @@ void SGD::step_group(OptimizerParamGroup& group) {
 
 // ---- Adam, AdamW -----------------------------------------------------------------------------
 
-std::vector<std::pair<std::string, double>> AdamOptions::hyperparameters() const {
-  return adam_hypers(*this);
-}
-void AdamOptions::set_hyperparameter(const std::string& name, double v) {
-  set_adam_hyper(*this, "Adam", name, v);
-}
-std::vector<std::pair<std::string, double>> AdamWOptions::hyperparameters() const {
-  return adam_hypers(*this);
-}
-void AdamWOptions::set_hyperparameter(const std::string& name, double v) {
-  set_adam_hyper(*this, "AdamW", name, v);
-}
-
 Adam::Adam(const std::vector<Tensor>& params, const AdamOptions& d) : Adam(one_group(params), d) {}
 Adam::Adam(std::vector<OptimizerParamGroup> groups, const AdamOptions& d)
     : Optimizer(std::move(groups), d.clone()) {
@@ -242,20 +190,8 @@ Adam::Adam(std::vector<OptimizerParamGroup> groups, const AdamOptions& d)
 }
 
 void Adam::step_group(OptimizerParamGroup& group) {
-  const auto& o = static_cast<const AdamOptions&>(group.options());
-  const auto [beta1, beta2] = o.betas();
-  for (Tensor& p : group.params()) {
-    if (!p.grad().defined()) continue;
-    Tensor g = grad_of(p, o.maximize());
-    ParamState& st = state(p);
-    init_adam_state(st, p, o.amsgrad());
-    const double step = bump_step(st);
-    if (fused_adam(p, o.maximize(), o.amsgrad(), st, o.lr(), beta1, beta2, o.eps(), o.weight_decay(),
-                   step, /*decoupled=*/false))
-      continue;
-    if (o.weight_decay() != 0) g = g + o.weight_decay() * p;
-    adam_core(p, g, st, o.lr(), beta1, beta2, o.eps(), o.amsgrad(), step);
-  }
+  adam_group<AdamOptions>(group, [this](const Tensor& p) -> ParamState& { return state(p); },
+                          /*decoupled=*/false);
 }
 
 AdamW::AdamW(const std::vector<Tensor>& params, const AdamWOptions& d)
@@ -266,52 +202,11 @@ AdamW::AdamW(std::vector<OptimizerParamGroup> groups, const AdamWOptions& d)
 }
 
 void AdamW::step_group(OptimizerParamGroup& group) {
-  const auto& o = static_cast<const AdamWOptions&>(group.options());
-  const auto [beta1, beta2] = o.betas();
-  for (Tensor& p : group.params()) {
-    if (!p.grad().defined()) continue;
-    Tensor g = grad_of(p, o.maximize());
-    ParamState& st = state(p);
-    init_adam_state(st, p, o.amsgrad());
-    const double step = bump_step(st);
-    if (fused_adam(p, o.maximize(), o.amsgrad(), st, o.lr(), beta1, beta2, o.eps(), o.weight_decay(),
-                   step, /*decoupled=*/true))
-      continue;
-    p.mul_(1.0 - o.lr() * o.weight_decay());  // decoupled weight decay
-    adam_core(p, g, st, o.lr(), beta1, beta2, o.eps(), o.amsgrad(), step);
-  }
+  adam_group<AdamWOptions>(group, [this](const Tensor& p) -> ParamState& { return state(p); },
+                           /*decoupled=*/true);
 }
 
 // ---- RMSprop ---------------------------------------------------------------------------------
-
-std::vector<std::pair<std::string, double>> RMSpropOptions::hyperparameters() const {
-  return {{"lr", lr_},
-          {"alpha", alpha_},
-          {"eps", eps_},
-          {"weight_decay", weight_decay_},
-          {"momentum", momentum_},
-          {"centered", centered_ ? 1.0 : 0.0},
-          {"maximize", maximize_ ? 1.0 : 0.0}};
-}
-
-void RMSpropOptions::set_hyperparameter(const std::string& name, double v) {
-  if (name == "lr")
-    lr_ = v;
-  else if (name == "alpha")
-    alpha_ = v;
-  else if (name == "eps")
-    eps_ = v;
-  else if (name == "weight_decay")
-    weight_decay_ = v;
-  else if (name == "momentum")
-    momentum_ = v;
-  else if (name == "centered")
-    centered_ = v != 0;
-  else if (name == "maximize")
-    maximize_ = v != 0;
-  else
-    unknown_hyper("RMSprop", name, "lr, alpha, eps, weight_decay, momentum, centered, maximize");
-}
 
 RMSprop::RMSprop(const std::vector<Tensor>& params, const RMSpropOptions& d)
     : RMSprop(one_group(params), d) {}

@@ -10,16 +10,21 @@
 namespace gradlab::optim {
 
 /// Options of optim::RMSprop.
-class RMSpropOptions : public OptimizerOptions {
+class RMSpropOptions : public OptionsWithHyperparameters<RMSpropOptions> {
  public:
+  static constexpr const char* kOptimizer = "RMSprop";
   RMSpropOptions(double lr = 1e-2) : lr_(lr) {}  // NOLINT
-  std::unique_ptr<OptimizerOptions> clone() const override {
-    return std::make_unique<RMSpropOptions>(*this);
+  /// The hyperparameters, once: what state_dict() saves and load_state_dict() reads.
+  template <class Self, class F>
+  static void visit_hyperparameters(Self& o, F&& f) {
+    f("lr", o.lr_);
+    f("alpha", o.alpha_);
+    f("eps", o.eps_);
+    f("weight_decay", o.weight_decay_);
+    f("momentum", o.momentum_);
+    f("centered", o.centered_);
+    f("maximize", o.maximize_);
   }
-  double get_lr() const override { return lr_; }
-  void set_lr(double lr) override { lr_ = lr; }
-  std::vector<std::pair<std::string, double>> hyperparameters() const override;
-  void set_hyperparameter(const std::string& name, double value) override;
 
   GRADLAB_ARG(double, lr);
   GRADLAB_ARG(double, alpha) = 0.99;

@@ -11,16 +11,20 @@
 namespace gradlab::optim {
 
 /// Options of optim::SGD (lr has no default, as in PyTorch).
-class SGDOptions : public OptimizerOptions {
+class SGDOptions : public OptionsWithHyperparameters<SGDOptions> {
  public:
+  static constexpr const char* kOptimizer = "SGD";
   SGDOptions(double lr) : lr_(lr) {}  // NOLINT: SGD(params, 0.1)
-  std::unique_ptr<OptimizerOptions> clone() const override {
-    return std::make_unique<SGDOptions>(*this);
+  /// The hyperparameters, once: what state_dict() saves and load_state_dict() reads.
+  template <class Self, class F>
+  static void visit_hyperparameters(Self& o, F&& f) {
+    f("lr", o.lr_);
+    f("momentum", o.momentum_);
+    f("dampening", o.dampening_);
+    f("weight_decay", o.weight_decay_);
+    f("nesterov", o.nesterov_);
+    f("maximize", o.maximize_);
   }
-  double get_lr() const override { return lr_; }
-  void set_lr(double lr) override { lr_ = lr; }
-  std::vector<std::pair<std::string, double>> hyperparameters() const override;
-  void set_hyperparameter(const std::string& name, double value) override;
 
   GRADLAB_ARG(double, lr);
   GRADLAB_ARG(double, momentum) = 0.0;

@@ -2,10 +2,10 @@
 // col2im (fold), and max pooling with the flat argmax of each window.
 // Layout: x [N, C, H, W] contiguous; cols [N, C*kh*kw, oh*ow] with row c*kh*kw + i*kw + j.
 
-#include <limits>
 
 #include "gradlab/backend/cpu/cpu.hpp"
 #include "gradlab/backend/cpu/loops.hpp"
+#include "gradlab/backend/math/pool.hpp"
 
 namespace gradlab::cpu {
 
@@ -124,25 +124,9 @@ std::pair<Tensor, Tensor> max_pool2d(const Tensor& x_in, const Window2d& w) {
         const T* plane = px + p * H * W;
         for (int64_t y = 0; y < oh; ++y) {
           for (int64_t x0 = 0; x0 < ow; ++x0) {
-            T best = -std::numeric_limits<T>::infinity();
-            int64_t arg = -1;
-            for (int64_t i = 0; i < w.kh; ++i) {
-              const int64_t iy = y * w.sh - w.ph + i * w.dh;
-              if (iy < 0 || iy >= H) continue;
-              for (int64_t j = 0; j < w.kw; ++j) {
-                const int64_t ix = x0 * w.sw - w.pw + j * w.dw;
-                if (ix < 0 || ix >= W) continue;
-                const T v = plane[iy * W + ix];
-                // NaN wins (propagates), as in PyTorch; otherwise the first maximum wins.
-                if (arg < 0 || v > best || v != v) {
-                  best = v;
-                  arg = iy * W + ix;
-                  if (v != v) break;
-                }
-              }
-            }
-            po[(p * oh + y) * ow + x0] = best;
-            pi[(p * oh + y) * ow + x0] = arg < 0 ? 0 : arg;
+            const math::PoolMax<T> m = math::max_pool_window(plane, W, int64_t{1}, H, W, w, y, x0);
+            po[(p * oh + y) * ow + x0] = m.value;
+            pi[(p * oh + y) * ow + x0] = m.index;
           }
         }
       }

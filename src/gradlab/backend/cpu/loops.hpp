@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "gradlab/backend/visit_dtype.hpp"
 #include "gradlab/core/shape.hpp"
 #include "gradlab/core/tensor_impl.hpp"
 
@@ -36,21 +37,6 @@ void for_each_row(const Shape& shape, const std::array<const Strides*, K>& st, F
       for (size_t k = 0; k < K; ++k) off[k] -= (*st[k])[d] * shape[d];
       idx[d] = 0;
     }
-  }
-}
-
-/// Calls `f.template operator()<T>()` with T the C++ type of `dt`.
-template <class F>
-decltype(auto) visit_dtype(ScalarType dt, const char* op, F&& f) {
-  switch (dt) {
-    case kFloat32: return f.template operator()<float>();
-    case kFloat64: return f.template operator()<double>();
-    case kInt64: return f.template operator()<int64_t>();
-    case kBool: return f.template operator()<bool>();
-    default:
-      throw DTypeError(error_message(op, "dtype " + to_string(dt) + " is not supported by CPU kernels",
-                                    "float32, float64, int64 or bool", to_string(dt),
-                                    "convert with .to(kFloat32) first"));
   }
 }
 

@@ -18,6 +18,7 @@
 #include <type_traits>
 
 #include "gradlab/backend/math/elementwise.hpp"
+#include "gradlab/backend/visit_dtype.hpp"
 #include "gradlab/core/half.hpp"
 #include "gradlab/core/tensor_impl.hpp"
 
@@ -72,22 +73,8 @@ using gradlab::Conv;
 using gradlab::convert;
 using gradlab::Half;
 using gradlab::kHalfType;
+using gradlab::visit_dtype;
 using gradlab::visit_storage_dtype;
-
-/// As visit_storage_dtype, but only the four compute dtypes; others throw DTypeError naming `op`.
-template <class F>
-decltype(auto) visit_dtype(ScalarType dt, const char* op, F&& f) {
-  switch (dt) {
-    case kFloat32: return f.template operator()<float>();
-    case kFloat64: return f.template operator()<double>();
-    case kInt64: return f.template operator()<int64_t>();
-    case kBool: return f.template operator()<bool>();
-    default:
-      throw DTypeError(error_message(op, "dtype " + to_string(dt) + " has no CUDA compute kernel",
-                                    "float32, float64, int64 or bool", to_string(dt),
-                                    "convert with .to(kFloat32) first (half types are storage only)"));
-  }
-}
 
 }  // namespace gradlab::gpu
 

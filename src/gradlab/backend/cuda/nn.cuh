@@ -10,6 +10,7 @@
 
 #include "gradlab/backend/cuda/exec.hpp"
 #include "gradlab/backend/math/nn.hpp"
+#include "gradlab/backend/math/pool.hpp"
 #include "gradlab/backend/cuda/gpu.hpp"
 #include "gradlab/backend/cuda/runtime.hpp"
 
@@ -84,9 +85,8 @@ void col2im_t(const Tensor& cols, const Tensor& x, Window2d w, int64_t oh, int64
       "fold");
 }
 
-// One thread per output: the window's max and its flat index into H*W. Padding is skipped (it
-// never wins); NaN wins and propagates; otherwise the first maximum wins. The loop is the CPU's,
-// including where it stops on a NaN, so the indices agree exactly.
+// One thread per output: the window's max and its flat index into H*W (math::max_pool_window, the
+// CPU kernel's loop, so the indices agree exactly).
 template <class X, class T>
 void max_pool2d_t(const Tensor& x, const Tensor& out, const Tensor& idx_out, Window2d w, int64_t oh,
                   int64_t ow) {
@@ -100,24 +100,9 @@ void max_pool2d_t(const Tensor& x, const Tensor& out, const Tensor& idx_out, Win
       [=] GRADLAB_HD(int64_t k) {
         const int64_t x0 = k % ow, y = (k / ow) % oh, p = k / (ow * oh);
         const T* plane = px + (p / C) * s0 + (p % C) * s1;
-        T best = -std::numeric_limits<T>::infinity();
-        int64_t arg = -1;
-        for (int64_t i = 0; i < w.kh; ++i) {
-          const int64_t iy = y * w.sh - w.ph + i * w.dh;
-          if (iy < 0 || iy >= H) continue;
-          for (int64_t j = 0; j < w.kw; ++j) {
-            const int64_t ix = x0 * w.sw - w.pw + j * w.dw;
-            if (ix < 0 || ix >= W) continue;
-            const T v = plane[iy * s2 + ix * s3];
-            if (arg < 0 || v > best || v != v) {
-              best = v;
-              arg = iy * W + ix;
-              if (v != v) break;
-            }
-          }
-        }
-        po[k] = best;
-        pi[k] = arg < 0 ? 0 : arg;
+        const math::PoolMax<T> m = math::max_pool_window(plane, s2, s3, H, W, w, y, x0);
+        po[k] = m.value;
+        pi[k] = m.index;
       },
       "max_pool2d");
 }

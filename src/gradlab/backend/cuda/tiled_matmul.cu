@@ -1,6 +1,6 @@
 // The teaching kernel: a shared-memory tiled matrix product, c = a @ b (lesson 17, bench/).
 // gradlab::matmul itself calls cuBLAS (blas.cu); cublas_matmul below is that call on its own,
-// for side-by-side timing. Public declarations: core/cuda_kernels.hpp.
+// for side-by-side timing. Declarations: tiled_matmul.hpp.
 //
 // Why tiles: a naive kernel (one thread per c[i, j]) reads row i of a and column j of b from
 // global memory, K loads each, for every output; neighbours reload the same values. Here a
@@ -17,8 +17,8 @@
 
 #include "gradlab/backend/cuda/blas.cuh"
 #include "gradlab/backend/cuda/exec.cuh"
+#include "gradlab/backend/cuda/tiled_matmul.hpp"
 #include "gradlab/backend/kernels.hpp"
-#include "gradlab/core/cuda_kernels.hpp"
 #include "gradlab/core/shape.hpp"
 
 namespace gradlab::gpu {

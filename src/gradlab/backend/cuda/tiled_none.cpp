@@ -1,7 +1,7 @@
-// CPU-only builds (no nvcc): the public CUDA matrix products of core/cuda_kernels.hpp still link,
+// CPU-only builds (no nvcc): the CUDA matrix products of tiled_matmul.hpp still link,
 // and say why they cannot run. With CUDA they are defined in tiled_matmul.cu.
 
-#include "gradlab/core/cuda_kernels.hpp"
+#include "gradlab/backend/cuda/tiled_matmul.hpp"
 
 #if !GRADLAB_HAVE_CUDA
 

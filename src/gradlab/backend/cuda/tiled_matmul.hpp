@@ -1,6 +1,7 @@
 #pragma once
-// Two hand-called CUDA matrix products, for lessons and benchmarks (lesson 17, bench/): the
-// readable shared-memory tiled kernel next to the cuBLAS call that gradlab::matmul makes.
+// Two hand-called CUDA matrix products, for teaching and benchmarks (bench_cuda, checks/cuda): the
+// readable shared-memory tiled kernel (tiled_matmul.cu, beside this header) next to the cuBLAS
+// call that gradlab::matmul makes. Not part of gradlab.hpp: include this header to use them.
 // Neither records autograd history, and both need a real GPU: on the host emulator, on CPU
 // tensors or in a CPU-only build they throw DeviceError. Use gradlab::matmul everywhere else.
 

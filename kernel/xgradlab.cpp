@@ -23,7 +23,7 @@
 // - At exit the kernel leaves with _Exit: clang 19's JIT crashes on the thread_local
 //   destructors of JIT code (see ../../../shared/TOOLCHAIN.md).
 
-#include <cxxabi.h>
+#include <cxxabi.h>  // __cxa_current_exception_type
 #include <fcntl.h>
 #include <pthread.h>
 #include <unistd.h>
@@ -59,6 +59,7 @@
 #include <zmq.hpp>
 
 #include "cell_scan.hpp"
+#include "gradlab/core/demangle.hpp"
 
 #ifndef XGRADLAB_INCLUDE_DIR
 #error "XGRADLAB_INCLUDE_DIR (gradlab's src/) must be defined by the build"
@@ -141,14 +142,6 @@ std::atomic<bool> g_running_cell{false};
 std::atomic<bool> g_interrupted{false};
 extern "C" void on_sigint(int) {
   if (g_running_cell.load()) g_interrupted.store(true);
-}
-
-std::string demangle(const char* name) {
-  int status = 0;
-  char* d = abi::__cxa_demangle(name, nullptr, nullptr, &status);
-  std::string s = status == 0 && d != nullptr ? d : name;
-  std::free(d);
-  return s;
 }
 
 // ---- one thread owns the clang::Interpreter; the xeus thread hands it work ------------------------
@@ -306,12 +299,12 @@ class Kernel : public xeus::xinterpreter {
       }
     } catch (const std::exception& e) {
       o.kind = Outcome::Exception;
-      o.ename = demangle(typeid(e).name());
+      o.ename = gradlab::demangle(typeid(e).name());
       o.evalue = e.what();
     } catch (...) {
       o.kind = Outcome::Exception;
       const std::type_info* t = abi::__cxa_current_exception_type();
-      o.ename = t != nullptr ? demangle(t->name()) : "unknown exception";
+      o.ename = t != nullptr ? gradlab::demangle(t->name()) : "unknown exception";
       o.evalue = "an exception that is not a std::exception";
     }
     pipes_.flush_streams();

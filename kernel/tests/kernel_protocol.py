@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """ctest notebook_kernel_protocol: xgradlab answers the Jupyter protocol as a kernel must.
 
-  kernel_protocol.py --kernel build/release/tools/kernel/xgradlab
+  kernel_protocol.py --kernel build/release/kernel/xgradlab
 
 Driven by Debian's jupyter_client over zmq, as Jupyter, nbclient and JupyterLab drive it:
 kernel_info, is_complete, execute (stdout / stderr as stream messages, sent while the cell

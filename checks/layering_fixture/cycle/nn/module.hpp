@@ -1,0 +1,2 @@
+#pragma once
+// Part of the planted nn <-> io cycle (see module.cpp).
