@@ -148,9 +148,8 @@ Tensor pow(const Tensor& x, const Tensor& e, Site site) {
   auto [a, b] = prepare_binary("pow", x, e, site, /*to_float=*/true);
   return record<Pow>(site, a, b);
 }
-// exp and log are on autocast's float32 list.
-Tensor exp(const Tensor& x, Site site) { return float_unary<Exp>("exp", autocast_float32(x, site), site); }
-Tensor log(const Tensor& x, Site site) { return float_unary<Log>("log", autocast_float32(x, site), site); }
+Tensor exp(const Tensor& x, Site site) { return float_unary<Exp>("exp", x, site); }
+Tensor log(const Tensor& x, Site site) { return float_unary<Log>("log", x, site); }
 Tensor sqrt(const Tensor& x, Site site) { return float_unary<Sqrt>("sqrt", x, site); }
 Tensor abs(const Tensor& x, Site site) {
   check_defined("abs", x);
