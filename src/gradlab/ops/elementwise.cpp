@@ -150,6 +150,7 @@ Tensor pow(const Tensor& x, const Tensor& e, Site site) {
 }
 Tensor exp(const Tensor& x, Site site) { return float_unary<Exp>("exp", x, site); }
 Tensor log(const Tensor& x, Site site) { return float_unary<Log>("log", x, site); }
+Tensor expm1(const Tensor& x, Site site) { return float_unary<Expm1>("expm1", x, site); }
 Tensor sqrt(const Tensor& x, Site site) { return float_unary<Sqrt>("sqrt", x, site); }
 Tensor abs(const Tensor& x, Site site) {
   check_defined("abs", x);

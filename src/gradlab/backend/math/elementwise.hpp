@@ -42,7 +42,8 @@
   X(LeakyRelu, F,  select(x < V(0), x * p, x))             /* p: negative slope */  \
   X(Clamp,     N,  select(x < p, p, select(x > q, q, x)))  /* p, q: min, max */     \
   X(PowScalar, FS, p == V(2) ? x * x : pow(x, p))          /* p: exponent */        \
-  X(Softplus,  F,  select(x * p > q, x, log1p(exp(x * p)) / p))  /* p: beta, q: threshold */
+  X(Softplus,  F,  select(x * p > q, x, log1p(exp(x * p)) / p))  /* p: beta, q: threshold */ \
+  X(Expm1,     F,  expm1(x))
 
 // c = f(a, b), same dtype in and out.
 #define GRADLAB_BINARY_OPS(X)                                                       \
@@ -82,7 +83,7 @@ constexpr bool is_comparison(Binary op) { return op >= Binary::Gt; }
 // The one-argument libm functions the formulas call, each as f(float) -> ::ff and
 // f(double) -> ::f. The CUDA source of fused kernels (backend/cuda/fused.cpp) declares the same
 // list, so a formula that calls a new one needs only its name added here.
-#define GRADLAB_MATH_FUNCTIONS(X) X(exp) X(log) X(log1p) X(sqrt) X(sin) X(cos) X(tanh) X(erf)
+#define GRADLAB_MATH_FUNCTIONS(X) X(exp) X(expm1) X(log) X(log1p) X(sqrt) X(sin) X(cos) X(tanh) X(erf)
 #define GRADLAB_MATH_FN_(fn)                                     \
   GRADLAB_HD inline float fn(float x) { return ::fn##f(x); }     \
   GRADLAB_HD inline double fn(double x) { return ::fn(x); }

@@ -420,4 +420,19 @@ struct PowScalar : UnaryOp<PowScalar, kSavesX> {
   }
 };
 
+// y = exp(x) - 1     dx = dy * (y + 1)      (saves y; exact near 0, where exp(x) - 1 cancels)
+struct Expm1 : UnaryOp<Expm1, kSavesY> {
+  static constexpr const char* kName = "Expm1Backward0";
+  static constexpr Formula kFormula = Unary::Expm1;
+  static constexpr Amp kAutocast = Amp::Float32;  // PyTorch's float32 list
+  static constexpr Onnx kOnnx = Onnx::custom();
+  static constexpr Fusion kFusion = Fusion::Elementwise;
+  template <class T>
+  static T derivative(const T& dy, const UnaryArgs<T>& in) { return dy * (in.y + 1); }
+  // ONNX has no Expm1: Exp then Sub (the digits near 0 that expm1 keeps are lost there).
+  static std::string to_onnx(OnnxGraph& g, const OnnxCall& c) {
+    return g.op("Sub", {g.op("Exp", {c.in[0]}), g.scalar(1, "one")});
+  }
+};
+
 }  // namespace gradlab::ops_detail

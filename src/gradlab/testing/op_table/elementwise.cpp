@@ -189,6 +189,8 @@ void add_elementwise_rows(std::vector<OpSpec>& t) {
   t.push_back(unary(
       "exp", exp, [](double x) { return std::exp(x); }, any, true));
   t.push_back(unary(
+      "expm1", expm1, [](double x) { return std::expm1(x); }, any));
+  t.push_back(unary(
       "log", log, [](double x) { return std::log(x); }, pos));
   t.push_back(unary(
       "sqrt", sqrt, [](double x) { return std::sqrt(x); }, pos));
