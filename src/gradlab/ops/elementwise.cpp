@@ -193,6 +193,10 @@ Tensor minimum(const Tensor& a, const Tensor& b, Site site) {
   auto [x, y] = prepare_binary("minimum", a, b, site);
   return record<Minimum>(site, x, y);
 }
+Tensor logaddexp(const Tensor& a, const Tensor& b, Site site) {
+  auto [x, y] = prepare_binary("logaddexp", a, b, site, /*to_float=*/true);
+  return record<LogAddExp>(site, x, y);
+}
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, Site site) {
   check_defined("where", cond, "condition");
   GRADLAB_CHECK(cond.dtype() == kBool, DTypeError, "where", "condition must be a bool tensor", "bool",

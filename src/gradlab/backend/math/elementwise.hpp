@@ -53,7 +53,9 @@
   X(Div,     N,  a / b)                                                             \
   X(Pow,     NS, pow(a, b))                                                         \
   X(Maximum, N,  select(a > b || isnan(a), a, b))  /* NaN propagates, as in PyTorch */ \
-  X(Minimum, N,  select(a < b || isnan(a), a, b))
+  X(Minimum, N,  select(a < b || isnan(a), a, b))                                   \
+  X(LogAddExp, F, select(a == b, a + log1p(V(1)),  /* ties: ±inf stay ±inf */          \
+                         select(a > b || isnan(a), a, b) + log1p(exp(-abs(a - b)))))
 
 // c = f(a, b) -> bool. And / Or take bool tensors.
 #define GRADLAB_COMPARE_OPS(X)                                                      \

@@ -203,6 +203,33 @@ struct Minimum : BuiltinOp<Minimum> {
   GradList backward(const GradList& g) { return binary_backward<Minimum>(*this, g[0], a_, b_); }
 };
 
+// c = log(exp(a) + exp(b))      da = dc * σ(a - b), db = dc * σ(b - a)
+struct LogAddExp : BuiltinOp<LogAddExp> {
+  static constexpr const char* kName = "LogaddexpBackward0";
+  static constexpr Formula kFormula = Binary::LogAddExp;
+  static constexpr Amp kAutocast = Amp::Float32;  // NOTE: gradlab's choice, beside logsumexp
+  static constexpr Onnx kOnnx = Onnx::custom();
+  static constexpr Fusion kFusion = Fusion::Elementwise;
+  template <class T>
+  static std::array<T, 2> derivative(const T& dc, const BinaryArgs<T>& in) {
+    return {in.want_a ? dc * sigmoid(in.a - in.b) : T(), in.want_b ? dc * sigmoid(in.b - in.a) : T()};
+  }
+  // m + log(exp(a - m) + exp(b - m)), m = max(a, b).
+  // NOTE: NaN where a = b = ±inf (the formula gives ±inf there).
+  static std::string to_onnx(OnnxGraph& g, const OnnxCall& c) {
+    const std::string m = g.op("Max", {c.in[0], c.in[1]});
+    const std::string s = g.op("Add", {g.op("Exp", {g.op("Sub", {c.in[0], m})}), g.op("Exp", {g.op("Sub", {c.in[1], m})})});
+    return g.op("Add", {m, g.op("Log", {s})});
+  }
+  SavedTensor a_, b_;
+  Tensor forward(const Tensor& a, const Tensor& b) {
+    save(a_, a);
+    save(b_, b);
+    return kern::binary(Binary::LogAddExp, a, b);
+  }
+  GradList backward(const GradList& g) { return binary_backward<LogAddExp>(*this, g[0], a_, b_); }
+};
+
 // y = cond ? a : b    da = cond ? dy : 0, db = cond ? 0 : dy
 struct Where : BuiltinOp<Where> {
   static constexpr const char* kName = "WhereBackward0";
