@@ -19,7 +19,10 @@
 //
 // record<Op>(site, args...) runs forward with grad mode off, and — only when grad mode is on and
 // an input requires grad — keeps the struct as the graph node of the outputs. The built-in structs
-// live in ops/internal/*.hpp (one header per ops/*.cpp).
+// live in ops/internal/*.hpp (one header per ops/*.cpp); they also declare their traits (formula,
+// autocast category, ONNX mapping, fusion, a derivative template: ops/op_traits.hpp) and derive
+// from BuiltinOp (ops/common.hpp), which does not compile without them. A user's op, as above,
+// may leave the traits out.
 
 #include <atomic>
 #include <functional>
