@@ -44,6 +44,14 @@ TEST(Autocast, Float32ListWidensHalfInputs) {
   EXPECT_EQ(sum(h).dtype(), kFloat32);
   EXPECT_EQ(mean(h, {1}).dtype(), kFloat32);
   EXPECT_EQ((h + h).dtype(), kBFloat16);  // not on a list
+  // the ops that had drifted off the list: their structs' kAutocast trait now says Float32
+  EXPECT_EQ(pow(h, 2.0).dtype(), kFloat32);
+  EXPECT_EQ(pow(h.abs() + 1, h).dtype(), kFloat32);
+  EXPECT_EQ(softplus(h).dtype(), kFloat32);
+  EXPECT_EQ(F::smooth_l1_loss(h, h).dtype(), kFloat32);
+  EXPECT_EQ(relu(h).dtype(), kBFloat16);  // None
+  // promote (cat): every input in the widest floating dtype among them
+  EXPECT_EQ(cat({h, h.to(kFloat32)}, 0).dtype(), kFloat32);
   // batch_norm: float32 statistics, the input's dtype out
   EXPECT_EQ(F::batch_norm(h, Tensor(), Tensor(), Tensor(), Tensor(), true, 0.1, 1e-5).dtype(), kBFloat16);
 }

@@ -173,18 +173,25 @@ TEST(CompileCuda, GeneratedKernelCompilesWithNvrtc) {
     all.shape = {8};
     all.dtype = dt;
     all.steps.push_back(in);
-    for (int op = 0; op <= static_cast<int>(math::Unary::Softplus); ++op) {
+    // Every formula of the X-macro (backend/math/elementwise.hpp): a new one is compiled here too.
+    auto unary = [&](math::Unary op) {
       kern::FusedStep u;
-      u.kind = kern::FusedStep::Kind::Unary, u.op = op, u.a = 0, u.p = 0.5, u.q = 2;
+      u.kind = kern::FusedStep::Kind::Unary, u.op = static_cast<int>(op), u.a = 0, u.p = 0.5, u.q = 2;
       all.steps.push_back(u);
-    }
-    for (int op = 0; op <= static_cast<int>(math::Binary::Ne); ++op) {
+    };
+    auto binary = [&](math::Binary op) {
       kern::FusedStep b;
-      b.kind = math::is_comparison(static_cast<math::Binary>(op)) ? kern::FusedStep::Kind::Compare
-                                                                  : kern::FusedStep::Kind::Binary;
-      b.op = op, b.a = 0, b.b = 1;
+      b.kind = math::is_comparison(op) ? kern::FusedStep::Kind::Compare : kern::FusedStep::Kind::Binary;
+      b.op = static_cast<int>(op), b.a = 0, b.b = 1;
       all.steps.push_back(b);
-    }
+    };
+#define GRADLAB_UNARY_STEP_(name, kind, formula) unary(math::Unary::name);
+#define GRADLAB_BINARY_STEP_(name, kind, formula) binary(math::Binary::name);
+    GRADLAB_UNARY_OPS(GRADLAB_UNARY_STEP_)
+    GRADLAB_BINARY_OPS(GRADLAB_BINARY_STEP_)
+    GRADLAB_COMPARE_OPS(GRADLAB_BINARY_STEP_)
+#undef GRADLAB_UNARY_STEP_
+#undef GRADLAB_BINARY_STEP_
     all.outputs = {{static_cast<int>(all.steps.size()) - 1, kern::FusedOutput::Reduce::All, 1}};
     EXPECT_NO_THROW(kern::nvrtc_compile(kern::fused_cuda_source(all, {randn({8}, dtype(dt))})));
   }

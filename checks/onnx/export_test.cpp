@@ -121,6 +121,21 @@ TEST(OnnxExport, TracedGraphMatchesOnnxruntime) {
   EXPECT_ROUND_TRIP([&](const std::string& p) { onnx::export_model(g, x, p); }, x, y, "traced");
 }
 
+// Ops whose mapping is written on their struct (kOnnx: a same-named op, or to_onnx): expm1 as
+// Exp then Sub, logaddexp as Max / Sub / Exp / Add / Log, and the parameterized ones.
+TEST(OnnxExport, OpTraitMappingsMatchOnnxruntime) {
+  manual_seed(5);
+  auto fn = [](const Tensor& x) {
+    Tensor a = expm1(x) + logaddexp(x, x * 0.5 - 1) + leaky_relu(x, 0.1) + softplus(x, 2.0, 20.0);
+    return a + clamp(x, -0.5, 0.5) + pow(x, 3.0) + maximum(x, -x) + clone(x);
+  };
+  Tensor x = randn({4, 5});
+  jit::Graph g = jit::trace(fn, x);
+  NoGradGuard no_grad;
+  Tensor y = fn(x);
+  EXPECT_ROUND_TRIP([&](const std::string& p) { onnx::export_model(g, x, p); }, x, y, "op_traits");
+}
+
 TEST(OnnxExport, ErrorsAndAtomicWrite) {
   if (!onnx::available()) GTEST_SKIP() << "built without libonnx-dev";
   nn::Sequential m(nn::Linear(4, 2), nn::Dropout(0.5));
@@ -137,13 +152,14 @@ TEST(OnnxExport, ErrorsAndAtomicWrite) {
     EXPECT_NE(std::string(e.what()).find("call model->eval()"), std::string::npos) << e.what();
   }
   EXPECT_EQ(fs::file_size(p), size);  // the previous file is intact
-  // A traced op with no ONNX mapping names itself; so does a module type.
-  jit::Graph g = jit::trace([](const Tensor& x) { return clone(x) + 1; }, randn({3}));
+  // A traced op with no ONNX mapping names itself and its kOnnx reason; so does a module type.
+  jit::Graph g = jit::trace([](const Tensor& x) { return x.narrow(0, 0, 2) + 1; }, randn({3}));
   try {
-    onnx::export_model(g, randn({3}), scratch("clone.onnx").string());
-    FAIL() << "no error for Clone";
+    onnx::export_model(g, randn({3}), scratch("slice.onnx").string());
+    FAIL() << "no error for Slice";
   } catch (const ValueError& e) {
-    EXPECT_NE(std::string(e.what()).find("traced op Clone cannot be exported"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("traced op Slice cannot be exported"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("no ONNX mapping written yet"), std::string::npos) << e.what();
   }
   struct Custom : nn::Module {};
   EXPECT_THROW(onnx::export_model(Custom(), randn({3}), scratch("custom.onnx").string()), ValueError);

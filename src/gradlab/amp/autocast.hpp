@@ -9,12 +9,17 @@
 //   }
 //   loss.backward();                      // outside: backward uses the dtypes forward chose
 //
-// The policy (PyTorch's; applied in the ops' public functions, ops/common.hpp):
+// The policy (PyTorch's) is each op struct's kAutocast trait (ops/op_traits.hpp: Lower, Float32,
+// Promote, None), applied by record() to the op's tensor inputs; composite ops (softmax,
+// log_softmax, the losses, layer_norm, matmul, linear, conv2d, the composite reductions) have no
+// struct of their own and cast at their entry in the same categories:
 //   low type : matmul, mm, bmm, linear, conv2d (inputs, weights and biases are cast)
-//   float32  : softmax, log_softmax, cross_entropy, nll_loss, mse_loss, l1_loss,
-//              binary_cross_entropy_with_logits, layer_norm, exp, log, sum, mean, var, std,
-//              logsumexp, norm; batch_norm computes in float32 and returns the input's dtype
+//   float32  : softmax, log_softmax, cross_entropy, nll_loss, mse_loss, l1_loss, smooth_l1_loss,
+//              binary_cross_entropy_with_logits, layer_norm, exp, log, pow, softplus, sum, mean,
+//              var, std, logsumexp, norm; batch_norm computes in float32 and returns the input's dtype
+//   promote  : cat (every input in the widest floating dtype among them)
 //   others   : run in their inputs' dtype (relu, add, ...: promotion as usual)
+// checks/amp/autocast_test.cpp holds this list against the traits.
 // Only floating tensors other than float64 are cast (PyTorch's "eligible" rule). The state is
 // thread-local, like grad mode; ops inside a backward pass are never cast.
 // NOTE: PyTorch leaves mean in the input's dtype; gradlab puts every reduction in float32.

@@ -14,6 +14,7 @@
 namespace gradlab::autograd {
 
 class Node;
+struct OpInfo;
 
 /// Input `input_nr` of node `fn` (an output slot of the node, seen from the backward side).
 struct Edge {
@@ -64,6 +65,8 @@ class Node : public std::enable_shared_from_this<Node> {
 
   /// PyTorch-style name, e.g. "MulBackward0".
   virtual std::string name() const = 0;
+  /// The traits of the op struct behind this node (ops/op_traits.hpp); null for other nodes.
+  virtual const OpInfo* info() const { return nullptr; }
   /// Gradients of the outputs -> gradients of the inputs (one per next edge; undefined = none).
   virtual GradList apply(GradList&& grads) = 0;
   /// Frees what was saved for backward (after a backward without retain_graph).

@@ -19,6 +19,10 @@
 #include "gradlab/diagnose/internal.hpp"
 #include "gradlab/nn/activation.hpp"
 #include "gradlab/nn/diagnostics.hpp"
+#include "gradlab/ops/internal/elementwise.hpp"
+#include "gradlab/ops/internal/nn_ops.hpp"
+#include "gradlab/ops/internal/reduce.hpp"
+#include "gradlab/ops/internal/shape.hpp"
 #include "gradlab/ops/ops.hpp"
 
 namespace gradlab::diagnose {
@@ -64,27 +68,32 @@ bool is_leaf_module(const nn::Module& m) { return m.named_children().empty(); }
 
 // ---- graph patterns --------------------------------------------------------------------------
 
-bool is(const Node* n, const char* name) { return n && n->name() == name; }
+// Whether n is a node of op struct OpT (by type: a display name is never a key).
+template <class OpT>
+bool is(const Node* n) {
+  return dynamic_cast<const OpT*>(n) != nullptr;
+}
 // The node behind input i of n, looking through broadcasts (a keepdim sum divided into a
 // tensor is expanded first: DivBackward0 <- ExpandBackward0 <- SumBackward1).
 Node* input_node(const Node* n, size_t i) {
   if (!n || i >= n->next_edges().size()) return nullptr;
   Node* m = n->next_edges()[i].fn.get();
-  while (is(m, "ExpandBackward0") && !m->next_edges().empty()) m = m->next_edges()[0].fn.get();
+  while (is<ops_detail::Expand>(m) && !m->next_edges().empty()) m = m->next_edges()[0].fn.get();
   return m;
 }
 
 // softmax(x) = e / sum(e, dim, keepdim), e = exp(x - max): DivBackward0(ExpBackward0, SumBackward1(same Exp)).
 bool is_softmax(const Node* n) {
-  return is(n, "DivBackward0") && is(input_node(n, 0), "ExpBackward0") && is(input_node(n, 1), "SumBackward1") &&
+  return is<ops_detail::Div>(n) && is<ops_detail::Exp>(input_node(n, 0)) && is<ops_detail::Sum<false>>(input_node(n, 1)) &&
          input_node(input_node(n, 1), 0) == input_node(n, 0);
 }
 // log_softmax(x) = x - logsumexp(x) = x - (log(sum(exp(x - m))) + m):
 // SubBackward0(x, AddBackward0(LogBackward0(SumBackward1(ExpBackward0)), m detached)).
 bool is_log_softmax(const Node* n) {
   const Node* add = input_node(n, 1);
-  return is(n, "SubBackward0") && is(add, "AddBackward0") && is(input_node(add, 0), "LogBackward0") &&
-         is(input_node(input_node(add, 0), 0), "SumBackward1") && is(input_node(input_node(input_node(add, 0), 0), 0), "ExpBackward0");
+  return is<ops_detail::Sub>(n) && is<ops_detail::Add>(add) && is<ops_detail::Log>(input_node(add, 0)) &&
+         is<ops_detail::Sum<false>>(input_node(input_node(add, 0), 0)) &&
+         is<ops_detail::Exp>(input_node(input_node(input_node(add, 0), 0), 0));
 }
 
 std::vector<Node*> reachable(const Tensor& root) {
@@ -426,7 +435,7 @@ Finding check_loss_pairing(const Model& model, const Loss& loss, const Tensor& i
   // 1. Every fused cross-entropy node in the loss graph (also inside a custom loss).
   int64_t ce_nodes = 0;
   for (Node* n : reachable(l)) {
-    if (n->name() != "CrossEntropyLossBackward0") continue;
+    if (!is<ops_detail::CrossEntropyOp>(n)) continue;
     ++ce_nodes;
     const Node* in = input_node(n, 0);
     if (is_softmax(in)) {
@@ -442,12 +451,12 @@ Finding check_loss_pairing(const Model& model, const Loss& loss, const Tensor& i
   }
   const Node* producer = out.grad_fn().get();
   // 2. By the loss kind, on the model's output.
-  if (loss.kind == Loss::Kind::BCEWithLogits && is(producer, "SigmoidBackward0")) {
+  if (loss.kind == Loss::Kind::BCEWithLogits && is<ops_detail::Sigmoid>(producer)) {
     fails.push_back(where(producer, "sigmoid") + " is fed to " + loss.name +
                     ", which applies sigmoid itself: the model's probabilities are squashed twice");
     hints.push_back("return the logits (remove the sigmoid), or use a BCE on probabilities");
   }
-  if (loss.kind == Loss::Kind::NLL && producer && !is_log_softmax(producer) && !is(producer, "LogBackward0")) {
+  if (loss.kind == Loss::Kind::NLL && producer && !is_log_softmax(producer) && !is<ops_detail::Log>(producer)) {
     fails.push_back(where(producer, "raw output") + " is fed to " + loss.name +
                     ", which expects log-probabilities: without log_softmax it just pushes the target's logit up "
                     "without bound");

@@ -88,6 +88,7 @@ class Tracer {
     auto& tr = *static_cast<Tracer*>(self);
     Node n;
     n.op_name = c.name;
+    n.op = c.info;
     n.kind = kind_of(n.op_name);
     for (const auto& t : c.inputs) n.inputs.push_back(tr.id_of(t));
     const int node = static_cast<int>(tr.g_.nodes.size());

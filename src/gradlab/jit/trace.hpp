@@ -41,7 +41,8 @@ struct Value {
 /// One op call.
 struct Node {
   std::string kind;                 ///< "Mul", "Addmm", "Expand" (kName without "Backward0")
-  std::string op_name;              ///< the op struct's kName ("MulBackward0")
+  std::string op_name;              ///< the op struct's kName ("MulBackward0"), for display
+  const autograd::OpInfo* op = nullptr;  ///< the op struct's traits (ops/op_traits.hpp)
   std::vector<int> inputs;          ///< value ids, in argument order
   std::vector<int> outputs;         ///< value ids
   std::vector<autograd::detail::TraceAttr> attrs;  ///< non-tensor arguments, in order

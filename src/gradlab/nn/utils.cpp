@@ -10,6 +10,7 @@
 #include "gradlab/autograd/node.hpp"
 #include "gradlab/core/tensor_impl.hpp"
 #include "gradlab/nn/diagnostics.hpp"
+#include "gradlab/ops/internal/shape.hpp"
 #include "gradlab/ops/ops.hpp"
 
 namespace gradlab::nn {
@@ -188,6 +189,14 @@ std::string UnregisteredTensor::describe() const {
   return s;
 }
 
+namespace {
+// Whether n is a node of one of the op structs Ops (by type: a display name is never a key).
+template <class... Ops>
+bool is_any(const autograd::Node* n) {
+  return ((dynamic_cast<const Ops*>(n) != nullptr) || ...);
+}
+}  // namespace
+
 std::vector<UnregisteredTensor> find_unregistered_tensors(const Tensor& loss, const Module& model) {
   GRADLAB_CHECK(loss.defined(), ValueError, "find_unregistered_tensors", "the loss is undefined",
                 "a defined tensor", "Tensor()");
@@ -203,10 +212,9 @@ std::vector<UnregisteredTensor> find_unregistered_tensors(const Tensor& loss, co
   // Views, broadcasts and casts (often made implicitly, e.g. w.t() inside linear) are not the op
   // that uses the tensor: a leaf they pass along is reported as used by the op above them.
   auto plumbing = [](const autograd::Node* n) {
-    static const std::unordered_set<std::string> kPlumbing = {
-        "ExpandBackward0",       "ToCopyBackward0",  "PermuteBackward0",  "ViewBackward0",
-        "ReshapeAliasBackward0", "SqueezeBackward0", "UnsqueezeBackward0"};
-    return kPlumbing.count(n->name()) != 0;
+    using namespace ops_detail;
+    return is_any<Expand, ToCopy, ToDevice, Permute, Reshape<ViewTag>, Reshape<ReshapeTag>, Reshape<SqueezeTag>,
+                  Reshape<UnsqueezeTag>>(n);
   };
   struct Visit {
     std::shared_ptr<autograd::Node> node;

@@ -12,11 +12,13 @@
 
 #include <cmath>
 #include <numbers>
+#include <variant>
 
 #include "gradlab/autograd/grad_mode.hpp"
 #include "gradlab/core/tensor_impl.hpp"
 #include "gradlab/io/atomic_file.hpp"
 #include "gradlab/nn/nn.hpp"
+#include "gradlab/ops/op_traits.hpp"
 #include "gradlab/ops/ops.hpp"
 
 namespace gradlab::onnx {
@@ -274,76 +276,41 @@ std::string emit_module(Emitter& E, const nn::Module& m, const std::string& x, T
   unsupported("module " + m.name(), "export the traced graph (jit::trace) or use supported modules");
 }
 
-int64_t int_attr(const jit::Node& n, size_t i) { return std::get<int64_t>(n.attrs.at(i)); }
-double real_attr(const jit::Node& n, size_t i) {
-  const auto& a = n.attrs.at(i);
-  if (auto* d = std::get_if<double>(&a)) return *d;
-  return static_cast<double>(std::get<int64_t>(a));
-}
+// What an op struct's ONNX mapping (its kOnnx trait) writes to: this Emitter, at one dtype.
+class TracedGraph final : public autograd::OnnxGraph {
+ public:
+  TracedGraph(Emitter& e, ScalarType dt) : E(e), dt_(dt) {}
+  std::string op(const std::string& type, const std::vector<std::string>& in,
+                 const std::vector<autograd::OnnxAttr>& attrs) override {
+    std::string out;
+    ox::NodeProto* n = E.node(type, in, out);
+    for (const auto& a : attrs) std::visit([&](const auto& v) { Emitter::attr(n, a.name, v); }, a.value);
+    return out;
+  }
+  std::string scalar(double v, const char* name) override { return E.scalar(v, dt_, name); }
+  std::string ints(const std::vector<int64_t>& v, const char* name) override { return E.ints(v, name); }
+  int64_t elem_type(ScalarType dt) override { return gradlab::onnx::elem_type(dt, "a cast"); }
 
-// One traced node as ONNX nodes; `in` are the names of its tensor inputs.
+ private:
+  Emitter& E;
+  ScalarType dt_;
+};
+
+// One traced node as ONNX nodes, as its op's kOnnx trait says; `in` are the names of its tensor inputs.
 std::string emit_traced(Emitter& E, const jit::Graph& g, const jit::Node& n,
                         const std::vector<std::string>& in) {
-  static const std::map<std::string, std::string> same = {
-      {"AddBackward0", "Add"},         {"SubBackward0", "Sub"},       {"MulBackward0", "Mul"},
-      {"DivBackward0", "Div"},         {"NegBackward0", "Neg"},       {"ExpBackward0", "Exp"},
-      {"LogBackward0", "Log"},         {"SqrtBackward0", "Sqrt"},     {"AbsBackward0", "Abs"},
-      {"SinBackward0", "Sin"},         {"CosBackward0", "Cos"},       {"TanhBackward0", "Tanh"},
-      {"SigmoidBackward0", "Sigmoid"}, {"ErfBackward0", "Erf"},       {"ReluBackward0", "Relu"},
-      {"MaximumBackward0", "Max"},     {"MinimumBackward0", "Min"},   {"PowBackward1", "Pow"}};
   const jit::Value& out = g.values[n.outputs[0]];
-  const ScalarType dt = out.dtype;
-  if (auto it = same.find(n.op_name); it != same.end()) return E.op(it->second, in);
-  const std::string& k = n.op_name;
-  if (k == "LeakyReluBackward0") {
-    std::string o;
-    Emitter::attr(E.node("LeakyRelu", {in[0]}, o), "alpha", real_attr(n, 0));
-    return o;
+  using Kind = autograd::Onnx::Kind;
+  if (!n.op) unsupported("traced op " + n.kind, "it is not an op struct of the library");
+  const autograd::Onnx& mapping = n.op->onnx;
+  if (mapping.kind == Kind::Same) return E.op(mapping.op, in);
+  if (mapping.kind == Kind::Custom) {
+    TracedGraph graph(E, out.dtype);
+    return n.op->to_onnx(graph, autograd::OnnxCall{in, n.attrs, out.shape, out.dtype});
   }
-  if (k == "PowBackward0") return E.op("Pow", {in[0], E.scalar(real_attr(n, 0), dt, "exponent")});
-  if (k == "ClampBackward1")
-    return E.op("Clip", {in[0], E.scalar(real_attr(n, 0), dt, "min"), E.scalar(real_attr(n, 1), dt, "max")});
-  if (k == "SoftplusBackward0") {
-    const double beta = real_attr(n, 0);
-    if (beta == 1) return E.op("Softplus", {in[0]});
-    return E.op("Div", {E.op("Softplus", {E.op("Mul", {in[0], E.scalar(beta, dt, "beta")})}), E.scalar(beta, dt, "beta")});
-  }
-  if (k == "AddmmBackward0" || k == "MmBackward0") {  // x [M, K], W [N, K] (, b [N])
-    std::vector<std::string> args = {in[0], in[1]};
-    if (k == "AddmmBackward0") args.push_back(in[2]);
-    std::string o;
-    Emitter::attr(E.node("Gemm", args, o), "transB", int64_t{1});
-    return o;
-  }
-  if (k == "ViewBackward0" || k == "ReshapeAliasBackward0" || k == "SqueezeBackward0" ||
-      k == "UnsqueezeBackward0")
-    return E.op("Reshape", {in[0], E.ints(out.shape, "shape")});
-  if (k == "ExpandBackward0") return E.op("Expand", {in[0], E.ints(out.shape, "shape")});
-  if (k == "PermuteBackward0") {
-    std::string o;
-    Emitter::attr(E.node("Transpose", {in[0]}, o), "perm", std::get<std::vector<int64_t>>(n.attrs.at(0)));
-    return o;
-  }
-  if (k == "SumBackward0" || k == "SumBackward1") {
-    const auto& dims = std::get<std::vector<int64_t>>(n.attrs.at(0));
-    const bool keep = k == "SumBackward1" && int_attr(n, 1) != 0;
-    std::vector<std::string> args = {in[0]};
-    if (!dims.empty()) args.push_back(E.ints(dims, "axes"));
-    std::string o;
-    Emitter::attr(E.node("ReduceSum", args, o), "keepdims", int64_t{keep ? 1 : 0});
-    return o;
-  }
-  if (k == "ToCopyBackward0") {
-    std::string o;
-    Emitter::attr(E.node("Cast", {in[0]}, o), "to", static_cast<int64_t>(elem_type(dt, "a cast")));
-    return o;
-  }
-  if (k == "IndexSelectBackward0") {
-    std::string o;
-    Emitter::attr(E.node("Gather", {in[0], in[1]}, o), "axis", int_attr(n, 0));
-    return o;
-  }
-  unsupported("traced op " + n.kind, "export the module instead (export_model(model, ...)), which maps layers such as Conv2d whole");
+  unsupported("traced op " + n.kind, std::string(mapping.reason) +
+                                          "; or export the module instead (export_model(model, ...)), which "
+                                          "maps layers such as Conv2d whole");
 }
 
 void finish(ox::ModelProto& model, const ExportOptions& options, const std::string& path) {

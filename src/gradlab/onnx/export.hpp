@@ -6,8 +6,9 @@
 //
 // Modules: Sequential, Linear, Conv2d, MaxPool2d, BatchNorm1d and Dropout (eval mode), ReLU,
 // LeakyReLU, Sigmoid, Tanh, Softplus, GELU, Softmax, LogSoftmax, Flatten, LayerNorm, Embedding,
-// Identity. Graphs: the elementwise ops, Addmm / Mm (linear), reshapes, permute, expand, sum,
-// casts, index_select. Anything else is an error naming it. Shapes are those of the example
+// Identity. Graphs: each traced op as its struct's kOnnx trait says (ops/op_traits.hpp): the
+// elementwise ops, linear (Gemm), mm / bmm (MatMul), reshapes, permute, expand, sum, casts,
+// index_select, clone, where. Anything else is an error naming it and the trait's reason. Shapes are those of the example
 // input (a static batch size, as torch.onnx.export without dynamic_axes).
 //
 // Built only when CMake finds libonnx-dev (GRADLAB_HAVE_ONNX); otherwise export_model throws.

@@ -5,6 +5,7 @@
 
 #include "gradlab/autograd/grad_mode.hpp"
 #include "gradlab/autograd/node.hpp"
+#include "gradlab/backend/fused_builder.hpp"
 #include "gradlab/backend/kernels.hpp"
 #include "gradlab/core/tensor_impl.hpp"
 #include "gradlab/ops/op.hpp"
@@ -18,6 +19,26 @@ using autograd::Output;
 using autograd::Op;
 using autograd::record;
 using autograd::SavedTensor;
+using autograd::Amp;
+using autograd::BinaryArgs;
+using autograd::Formula;
+using autograd::Fusion;
+using autograd::kNoFormula;
+using autograd::Onnx;
+using autograd::OnnxCall;
+using autograd::OnnxGraph;
+using autograd::UnaryArgs;
+
+/// The base of every library op struct: Op<D>, plus the check that D declares all its traits
+/// (ops/op_traits.hpp). A struct without one does not compile, and the message names it.
+template <class D>
+struct BuiltinOp : Op<D>, autograd::BuiltinOpTag {
+  BuiltinOp() {
+    static_assert(autograd::has_op_traits_v<D>,
+                  "a library op struct lacks a trait (kFormula, kAutocast, kOnnx, kFusion, and a derivative "
+                  "template when it fuses): autograd::missing_trait<Op>() names it");
+  }
+};
 
 /// Throws DeviceError naming both devices when a and b differ.
 void check_same_device(const char* op, const Tensor& a, const Tensor& b);
@@ -41,3 +62,16 @@ std::pair<Tensor, Tensor> prepare_binary(const char* op, const Tensor& a, const 
 Tensor wrap_scalar(const Scalar& s, const Tensor& like, const char* op);
 
 }  // namespace gradlab::ops_detail
+
+namespace gradlab::autograd::detail {
+// An op's derivative template run on registers: jit::compile's view of it (op_traits.hpp).
+template <class T>
+void fused_derivative_of(kern::FusedGrad& g) {
+  if constexpr (T::kFormula.kind == Formula::Kind::Unary) {
+    g.grad[0] = T::derivative(g.dy, UnaryArgs<kern::Reg>{g.in[0], g.y, g.p, g.q});
+  } else {
+    const auto d = T::derivative(g.dy, BinaryArgs<kern::Reg>{g.in[0], g.in[1], g.y, g.want[0], g.want[1]});
+    g.grad = {d[0], d[1]};
+  }
+}
+}  // namespace gradlab::autograd::detail

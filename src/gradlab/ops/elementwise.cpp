@@ -148,9 +148,9 @@ Tensor pow(const Tensor& x, const Tensor& e, Site site) {
   auto [a, b] = prepare_binary("pow", x, e, site, /*to_float=*/true);
   return record<Pow>(site, a, b);
 }
-// exp and log are on autocast's float32 list.
-Tensor exp(const Tensor& x, Site site) { return float_unary<Exp>("exp", autocast_float32(x, site), site); }
-Tensor log(const Tensor& x, Site site) { return float_unary<Log>("log", autocast_float32(x, site), site); }
+Tensor exp(const Tensor& x, Site site) { return float_unary<Exp>("exp", x, site); }
+Tensor log(const Tensor& x, Site site) { return float_unary<Log>("log", x, site); }
+Tensor expm1(const Tensor& x, Site site) { return float_unary<Expm1>("expm1", x, site); }
 Tensor sqrt(const Tensor& x, Site site) { return float_unary<Sqrt>("sqrt", x, site); }
 Tensor abs(const Tensor& x, Site site) {
   check_defined("abs", x);
@@ -192,6 +192,10 @@ Tensor maximum(const Tensor& a, const Tensor& b, Site site) {
 Tensor minimum(const Tensor& a, const Tensor& b, Site site) {
   auto [x, y] = prepare_binary("minimum", a, b, site);
   return record<Minimum>(site, x, y);
+}
+Tensor logaddexp(const Tensor& a, const Tensor& b, Site site) {
+  auto [x, y] = prepare_binary("logaddexp", a, b, site, /*to_float=*/true);
+  return record<LogAddExp>(site, x, y);
 }
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, Site site) {
   check_defined("where", cond, "condition");

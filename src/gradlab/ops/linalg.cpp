@@ -21,10 +21,9 @@ void check_float(const char* op, const Tensor& a, const Tensor& b) {
 
 }  // namespace
 
-Tensor bmm(const Tensor& a_in, const Tensor& b_in, Site site) {
-  check_defined("bmm", a_in, "a");
-  check_defined("bmm", b_in, "b");
-  const Tensor a = autocast_lower(a_in, site), b = autocast_lower(b_in, site);
+Tensor bmm(const Tensor& a, const Tensor& b, Site site) {  // autocast: Bmm / Mm's kAutocast
+  check_defined("bmm", a, "a");
+  check_defined("bmm", b, "b");
   check_same_device("bmm", a, b);
   GRADLAB_CHECK(a.dim() == 3 && b.dim() == 3, ShapeError, "bmm", "batch1 and batch2 must be 3-D tensors",
                 "[B, M, K] and [B, K, N]", shape_str(a.sizes()) + " and " + shape_str(b.sizes()));
@@ -35,10 +34,9 @@ Tensor bmm(const Tensor& a_in, const Tensor& b_in, Site site) {
   return record<Bmm>(site, a, b);
 }
 
-Tensor mm(const Tensor& a_in, const Tensor& b_in, Site site) {
-  check_defined("mm", a_in, "a");
-  check_defined("mm", b_in, "b");
-  const Tensor a = autocast_lower(a_in, site), b = autocast_lower(b_in, site);
+Tensor mm(const Tensor& a, const Tensor& b, Site site) {  // autocast: Bmm / Mm's kAutocast
+  check_defined("mm", a, "a");
+  check_defined("mm", b, "b");
   GRADLAB_CHECK(a.dim() == 2 && b.dim() == 2, ShapeError, "mm", "both arguments must be matrices",
                 "2-D and 2-D", shape_str(a.sizes()) + " and " + shape_str(b.sizes()));
   check_same_device("mm", a, b);

@@ -148,10 +148,11 @@ Tensor softplus(const Tensor& x, const SoftplusFuncOptions& o, Site site) {
 }
 Tensor embedding(const Tensor& indices, const Tensor& weight, Site site) { return gradlab::embedding(weight, indices, site); }
 // d = input - target;  loss = 0.5 d² / β where |d| < β, else |d| - 0.5 β   (β = 0: |d|)
-Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction r, double beta, Site site) {
-  check_same_shape("smooth_l1_loss", input, target);
+Tensor smooth_l1_loss(const Tensor& input_in, const Tensor& target_in, Reduction r, double beta, Site site) {
+  check_same_shape("smooth_l1_loss", input_in, target_in);
   GRADLAB_CHECK(beta >= 0, ValueError, "smooth_l1_loss", "beta must be non-negative", ">= 0",
                 std::to_string(beta));
+  const Tensor input = autocast_float32(input_in, site), target = autocast_float32(target_in, site);
   Tensor d = sub(input, target, site);
   Tensor a = abs(d, site);
   if (beta == 0) return reduce(a, r, site);

@@ -19,7 +19,10 @@
 //
 // record<Op>(site, args...) runs forward with grad mode off, and — only when grad mode is on and
 // an input requires grad — keeps the struct as the graph node of the outputs. The built-in structs
-// live in ops/internal/*.hpp (one header per ops/*.cpp).
+// live in ops/internal/*.hpp (one header per ops/*.cpp); they also declare their traits (formula,
+// autocast category, ONNX mapping, fusion, a derivative template: ops/op_traits.hpp) and derive
+// from BuiltinOp (ops/common.hpp), which does not compile without them. A user's op, as above,
+// may leave the traits out.
 
 #include <atomic>
 #include <functional>
@@ -33,6 +36,7 @@
 
 #include "gradlab/autograd/grad_mode.hpp"
 #include "gradlab/autograd/record.hpp"
+#include "gradlab/ops/op_traits.hpp"
 #include "gradlab/ops/trace_hook.hpp"
 
 namespace gradlab::autograd {
@@ -44,11 +48,23 @@ struct Output {
 /// Output 0, the common case: `save(y_, y, kOutput)`.
 inline constexpr Output kOutput{};
 
-/// Notes that an op struct named `name` is compiled into the program (called at load time).
-bool register_op(const char* name);
+/// Notes that an op struct with these traits is compiled into the program (called at load time).
+bool register_op(const OpInfo& info);
 /// The kName of every op struct (Op<T>) compiled into the program, sorted. The op table's
 /// coverage test compares it with the nodes its rows produce: a new op without a row fails.
 std::vector<std::string> registered_ops();
+/// The traits of every op struct compiled into the program (several structs may share a name).
+std::vector<OpInfo> registered_op_infos();
+
+/// Marks a library op struct: it must declare every trait (ops/common.hpp's BuiltinOp).
+struct BuiltinOpTag {};
+
+/// The traits of op struct T (one object per program).
+template <class T>
+const OpInfo& op_info() {
+  static const OpInfo info = make_op_info<T>(std::is_base_of<BuiltinOpTag, T>::value);
+  return info;
+}
 
 namespace detail {
 /// A backward that replaces an op struct's own; it gets the node (the real struct) to cast back.
@@ -71,6 +87,7 @@ class Op : public Node {
     (void)&kRegistered;  // odr-use: instantiating the op registers its name
     return Derived::kName;
   }
+  const OpInfo* info() const override { return &op_info<Derived>(); }
   GradList apply(GradList&& grads) override {
     Derived& self = static_cast<Derived&>(*this);
     if (backward_override_) GRADLAB_UNLIKELY return (*backward_override_)(self, grads);
@@ -105,13 +122,44 @@ class Op : public Node {
  private:
   bool recording_ = false;
   std::shared_ptr<const detail::BackwardFn> backward_override_;
-  static inline const bool kRegistered = register_op(Derived::kName);
+  static inline const bool kRegistered = register_op(op_info<Derived>());
 };
 
-/// Runs `OpT::forward(args...)` and records it when needed. Returns what forward returns
-/// (a Tensor or a std::vector<Tensor>).
+namespace detail {
+/// True when autocast is on for some device type and no backward pass runs (ops/shape.cpp).
+bool autocast_active();
+/// x as op category `amp` wants it under autocast (Promote: as `widest`); else x itself.
+using Widest = std::optional<ScalarType>;
+Tensor autocast_as(Amp amp, Widest widest, const Tensor& x, const Site& site);
+
+inline void widen(Widest& w, const Tensor& t) {
+  if (t.defined() && t.is_floating_point()) w = w ? promote_types(*w, t.dtype()) : t.dtype();
+}
+inline void widen(Widest& w, const std::vector<Tensor>& ts) {
+  for (const auto& t : ts) widen(w, t);
+}
+template <class T>
+void widen(Widest&, const T&) {}
+
+/// A tensor argument (or list) as autocast wants it; any other argument unchanged.
+template <class T>
+decltype(auto) autocast_arg(Amp amp, Widest w, T&& x, const Site& s) {
+  using D = std::decay_t<T>;
+  if constexpr (std::is_same_v<D, Tensor>) {
+    return Tensor(autocast_as(amp, w, x, s));
+  } else if constexpr (std::is_same_v<D, std::vector<Tensor>>) {
+    std::vector<Tensor> out;
+    for (const auto& t : x) out.push_back(autocast_as(amp, w, t, s));
+    return out;
+  } else {
+    return std::forward<T>(x);
+  }
+}
+}  // namespace detail
+
+/// record() without autocast.
 template <class OpT, class... Args>
-auto record(const Site& site, Args&&... args) {
+auto record_now(const Site& site, Args&&... args) {
   std::vector<const Tensor*> inputs;
   (detail::collect(inputs, args), ...);
   const bool rec = should_record(inputs);
@@ -123,7 +171,7 @@ auto record(const Site& site, Args&&... args) {
   std::optional<detail::TracedCall> call;
   if (trace.active()) GRADLAB_UNLIKELY
     call = detail::make_traced_call<OpT>(
-        site, [](const Site& s, const auto&... a) { return record<OpT>(s, a...); }, args...);
+        site, [](const Site& s, const auto&... a) { return record_now<OpT>(s, a...); }, args...);
   auto out = [&] {
     AutoGradMode no_grad(false);
     return op->forward(std::forward<Args>(args)...);
@@ -141,6 +189,23 @@ auto record(const Site& site, Args&&... args) {
     detail::trace_call(std::move(*call));
   }
   return out;
+}
+
+/// Runs `OpT::forward(args...)` and records it when needed. Returns what forward returns
+/// (a Tensor or a std::vector<Tensor>). Under autocast, the tensor arguments are first cast as
+/// the op's kAutocast trait says (the casts are recorded ops of their own).
+template <class OpT, class... Args>
+auto record(const Site& site, Args&&... args) {
+  if constexpr (detail::has_autocast<OpT>::value) {
+    if constexpr (OpT::kAutocast != Amp::None) {
+      if (detail::autocast_active()) GRADLAB_UNLIKELY {
+        detail::Widest widest;
+        if constexpr (OpT::kAutocast == Amp::Promote) (detail::widen(widest, args), ...);
+        return record_now<OpT>(site, detail::autocast_arg(OpT::kAutocast, widest, std::forward<Args>(args), site)...);
+      }
+    }
+  }
+  return record_now<OpT>(site, std::forward<Args>(args)...);
 }
 
 }  // namespace gradlab::autograd

@@ -21,6 +21,7 @@ namespace {
 struct Registry {
   std::mutex mu;
   std::set<std::string> names;
+  std::vector<OpInfo> infos;
 };
 Registry& registry() {
   static Registry r;  // function-local: safe from static-initialization order
@@ -28,11 +29,18 @@ Registry& registry() {
 }
 }  // namespace
 
-bool register_op(const char* name) {
+bool register_op(const OpInfo& info) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
-  r.names.insert(name);
+  r.names.insert(info.name);
+  r.infos.push_back(info);
   return true;
+}
+
+std::vector<OpInfo> registered_op_infos() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  return r.infos;
 }
 
 std::vector<std::string> registered_ops() {

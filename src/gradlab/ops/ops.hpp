@@ -39,6 +39,10 @@ Tensor sigmoid(const Tensor& x, Site site = {});
 Tensor erf(const Tensor& x, Site site = {});
 Tensor relu(const Tensor& x, Site site = {});
 Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01, Site site = {});
+/// exp(x) - 1, exact near 0 (torch::expm1).
+Tensor expm1(const Tensor& x, Site site = {});
+/// log(exp(a) + exp(b)) without overflow, broadcast (torch::logaddexp).
+Tensor logaddexp(const Tensor& a, const Tensor& b, Site site = {});
 /// log(1 + exp(beta x)) / beta, and x itself where beta x > threshold (as torch::softplus).
 Tensor softplus(const Tensor& x, double beta = 1.0, double threshold = 20.0, Site site = {});
 /// Exact GELU: x * Φ(x) = 0.5 x (1 + erf(x / √2)).

@@ -34,18 +34,18 @@ Tensor float_or_self(const Tensor& x_in, const Site& site) {
 }  // namespace
 
 Tensor sum(const Tensor& x, Site site) { return sum(x, Dims{}, false, site); }
-// Reductions are on autocast's float32 list (sum, mean and the composites built on them).
-Tensor sum(const Tensor& x_in, const Dims& dims, bool keepdim, Site site) {
-  check_defined("sum", x_in);
-  const Tensor x = autocast_float32(x_in, site);
+// Reductions are on autocast's float32 list: sum and mean by their structs' kAutocast, the
+// composites built on them (logsumexp, norm) at their entry (float_or_self, which var and std
+// also use to widen integers).
+Tensor sum(const Tensor& x, const Dims& dims, bool keepdim, Site site) {
+  check_defined("sum", x);
   Tensor xin = x.dtype() == kBool ? x.to(kInt64) : x;  // summing a mask counts it
   if (dims.empty() && !keepdim) return record<Sum<true>>(site, xin, normalize_dims("sum", x, dims), false);
   return record<Sum<false>>(site, xin, normalize_dims("sum", x, dims), keepdim);
 }
 Tensor mean(const Tensor& x, Site site) { return mean(x, Dims{}, false, site); }
-Tensor mean(const Tensor& x_in, const Dims& dims, bool keepdim, Site site) {
-  check_defined("mean", x_in);
-  const Tensor x = autocast_float32(x_in, site);
+Tensor mean(const Tensor& x, const Dims& dims, bool keepdim, Site site) {
+  check_defined("mean", x);
   GRADLAB_CHECK(x.is_floating_point(), DTypeError, "mean", "mean needs a floating point input",
                 "float32 or float64", to_string(x.dtype()), "convert with .to(kFloat32)");
   if (dims.empty() && !keepdim) return record<Mean<true>>(site, x, normalize_dims("mean", x, dims), false);

@@ -103,6 +103,24 @@ Tensor autocast_float32(const Tensor& x, const Site& site) {
 }
 }  // namespace ops_detail
 
+namespace autograd::detail {
+bool autocast_active() {
+  return (AutocastMode::is_enabled(DeviceType::CPU) || AutocastMode::is_enabled(DeviceType::CUDA)) &&
+         !running_backward();
+}
+Tensor autocast_as(Amp amp, Widest widest, const Tensor& x, const Site& site) {
+  switch (amp) {
+    case Amp::Lower: return ops_detail::autocast_lower(x, site);
+    case Amp::Float32: return ops_detail::autocast_float32(x, site);
+    case Amp::Promote:
+      if (!x.defined() || !x.is_floating_point() || !widest || x.dtype() == *widest) return x;
+      return ops_detail::cast_to(x, *widest, site);
+    case Amp::None: break;
+  }
+  return x;
+}
+}  // namespace autograd::detail
+
 Tensor reshape(const Tensor& x, const Shape& shape, Site site) {
   check_defined("reshape", x);
   Shape s = infer_shape("reshape", x, shape);

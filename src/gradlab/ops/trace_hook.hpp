@@ -19,6 +19,12 @@
 
 #include "gradlab/core/tensor.hpp"
 
+namespace gradlab::autograd {
+struct OpInfo;
+template <class T>
+const OpInfo& op_info();  // ops/op.hpp
+}  // namespace gradlab::autograd
+
 namespace gradlab::autograd::detail {
 
 /// A non-tensor argument of a traced op call, as printed and exported: an integer (also bools and
@@ -29,7 +35,8 @@ using ReplayFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
 
 /// One op call seen by the tracer.
 struct TracedCall {
-  const char* name = "";         ///< the op struct's kName ("MulBackward0")
+  const char* name = "";         ///< the op struct's kName ("MulBackward0"), for display
+  const OpInfo* info = nullptr;  ///< the op struct's traits (what jit and onnx read)
   std::vector<Tensor> inputs;    ///< tensor arguments in order (undefined ones kept as slots)
   std::vector<Tensor> outputs;
   std::vector<TraceAttr> attrs;  ///< the other arguments, in order
@@ -121,6 +128,7 @@ template <class OpT, class Rerun, class... Args>
 TracedCall make_traced_call(const Site& site, Rerun rerun, const Args&... args) {
   TracedCall c;
   c.name = OpT::kName;
+  c.info = &op_info<OpT>();
   c.site = site;
   (collect_tensors(c.inputs, args), ...);
   (add_attr(c.attrs, args), ...);

@@ -35,8 +35,10 @@ std::string preamble(ScalarType dt) {
   os << "namespace gm {\ntypedef " << V << " V;\n"
      << "__device__ __forceinline__ V select(bool c, V a, V b) { return c ? a : b; }\n"
      << "__device__ __forceinline__ bool isnan(V x) { return x != x; }\n";
-  for (const char* fn : {"exp", "log", "log1p", "sqrt", "sin", "cos", "tanh", "erf"})
-    os << "__device__ __forceinline__ V " << fn << "(V x) { return ::" << fn << s << "(x); }\n";
+#define GRADLAB_MATH_FN_(fn) \
+  os << "__device__ __forceinline__ V " #fn "(V x) { return ::" #fn << s << "(x); }\n";
+  GRADLAB_MATH_FUNCTIONS(GRADLAB_MATH_FN_)
+#undef GRADLAB_MATH_FN_
   os << "__device__ __forceinline__ V abs(V x) { return ::fabs" << s << "(x); }\n"
      << "__device__ __forceinline__ V pow(V x, V y) { return ::pow" << s << "(x, y); }\n";
 #define GRADLAB_UNARY_SRC_(name, kind, formula) \

@@ -42,7 +42,8 @@
   X(LeakyRelu, F,  select(x < V(0), x * p, x))             /* p: negative slope */  \
   X(Clamp,     N,  select(x < p, p, select(x > q, q, x)))  /* p, q: min, max */     \
   X(PowScalar, FS, p == V(2) ? x * x : pow(x, p))          /* p: exponent */        \
-  X(Softplus,  F,  select(x * p > q, x, log1p(exp(x * p)) / p))  /* p: beta, q: threshold */
+  X(Softplus,  F,  select(x * p > q, x, log1p(exp(x * p)) / p))  /* p: beta, q: threshold */ \
+  X(Expm1,     F,  expm1(x))
 
 // c = f(a, b), same dtype in and out.
 #define GRADLAB_BINARY_OPS(X)                                                       \
@@ -52,7 +53,9 @@
   X(Div,     N,  a / b)                                                             \
   X(Pow,     NS, pow(a, b))                                                         \
   X(Maximum, N,  select(a > b || isnan(a), a, b))  /* NaN propagates, as in PyTorch */ \
-  X(Minimum, N,  select(a < b || isnan(a), a, b))
+  X(Minimum, N,  select(a < b || isnan(a), a, b))                                   \
+  X(LogAddExp, F, select(a == b, a + log1p(V(1)),  /* ties: ±inf stay ±inf */          \
+                         select(a > b || isnan(a), a, b) + log1p(exp(-abs(a - b)))))
 
 // c = f(a, b) -> bool. And / Or take bool tensors.
 #define GRADLAB_COMPARE_OPS(X)                                                      \
@@ -79,22 +82,15 @@ enum class Binary { GRADLAB_BINARY_OPS(GRADLAB_NAME_) GRADLAB_COMPARE_OPS(GRADLA
 constexpr bool is_comparison(Binary op) { return op >= Binary::Gt; }
 
 // ---- numbers: the same calls on the host and the device ------------------------------------
-GRADLAB_HD inline float exp(float x) { return ::expf(x); }
-GRADLAB_HD inline double exp(double x) { return ::exp(x); }
-GRADLAB_HD inline float log(float x) { return ::logf(x); }
-GRADLAB_HD inline double log(double x) { return ::log(x); }
-GRADLAB_HD inline float log1p(float x) { return ::log1pf(x); }
-GRADLAB_HD inline double log1p(double x) { return ::log1p(x); }
-GRADLAB_HD inline float sqrt(float x) { return ::sqrtf(x); }
-GRADLAB_HD inline double sqrt(double x) { return ::sqrt(x); }
-GRADLAB_HD inline float sin(float x) { return ::sinf(x); }
-GRADLAB_HD inline double sin(double x) { return ::sin(x); }
-GRADLAB_HD inline float cos(float x) { return ::cosf(x); }
-GRADLAB_HD inline double cos(double x) { return ::cos(x); }
-GRADLAB_HD inline float tanh(float x) { return ::tanhf(x); }
-GRADLAB_HD inline double tanh(double x) { return ::tanh(x); }
-GRADLAB_HD inline float erf(float x) { return ::erff(x); }
-GRADLAB_HD inline double erf(double x) { return ::erf(x); }
+// The one-argument libm functions the formulas call, each as f(float) -> ::ff and
+// f(double) -> ::f. The CUDA source of fused kernels (backend/cuda/fused.cpp) declares the same
+// list, so a formula that calls a new one needs only its name added here.
+#define GRADLAB_MATH_FUNCTIONS(X) X(exp) X(expm1) X(log) X(log1p) X(sqrt) X(sin) X(cos) X(tanh) X(erf)
+#define GRADLAB_MATH_FN_(fn)                                     \
+  GRADLAB_HD inline float fn(float x) { return ::fn##f(x); }     \
+  GRADLAB_HD inline double fn(double x) { return ::fn(x); }
+GRADLAB_MATH_FUNCTIONS(GRADLAB_MATH_FN_)
+#undef GRADLAB_MATH_FN_
 GRADLAB_HD inline float pow(float x, float y) { return ::powf(x, y); }
 GRADLAB_HD inline double pow(double x, double y) { return ::pow(x, y); }
 /// x^y for integers, exact: repeated squaring, y = sum of bits 2^k, x^y = prod of x^(2^k).
@@ -145,6 +141,29 @@ constexpr bool accepts(Kind k) {
 }
 /// Whether the CPU may run an op of kind k over xsimd batches.
 constexpr bool vectorizable(Kind k) { return k == Kind::F || k == Kind::N; }
+
+/// Whether formula text f calls a libm-class function (exp, log, sin ...).
+constexpr bool calls_libm(const char* f) {
+  constexpr const char* kCalls[] = {"exp(", "expm1(", "log(", "log1p(", "sin(", "cos(", "tanh(", "erf(", "pow("};
+  for (const char* call : kCalls)
+    for (const char* at = f; *at; ++at) {
+      size_t i = 0;
+      while (call[i] && at[i] == call[i]) ++i;
+      if (!call[i]) return true;
+    }
+  return false;
+}
+/// Formulas worth saving for backward rather than recomputing (jit::compile's training regions):
+/// the ones that call a libm-class function, read from the formula itself.
+constexpr bool costly(Unary op) {
+  switch (op) {
+#define GRADLAB_CASE_(name, kind, formula) \
+  case Unary::name: return calls_libm(#formula);
+    GRADLAB_UNARY_OPS(GRADLAB_CASE_)
+#undef GRADLAB_CASE_
+    default: return false;
+  }
+}
 
 #define GRADLAB_UNARY_FN_(name, kind, formula)                       \
   struct name##Fn {                                                  \
@@ -246,7 +265,15 @@ inline bool supported(Binary op, ScalarType dt) {
     return op == Binary::And || op == Binary::Or || op == Binary::Add || op == Binary::Mul ||
            op == Binary::Eq || op == Binary::Ne;
   if (op == Binary::And || op == Binary::Or) return false;  // logical ops need bool
-  return dt == kFloat32 || dt == kFloat64 || dt == kInt64;
+  if (dt == kFloat32 || dt == kFloat64) return true;
+  if (dt != kInt64) return false;
+  switch (op) {
+#define GRADLAB_CASE_(name, kind, formula) \
+  case Binary::name: return accepts<int64_t>(Kind::kind);
+    GRADLAB_BINARY_OPS(GRADLAB_CASE_)
+#undef GRADLAB_CASE_
+    default: return true;  // the comparisons
+  }
 }
 
 }  // namespace gradlab::math

@@ -10,8 +10,15 @@
 namespace gradlab::ops_detail {
 
 // y = x[.., index[i], ..] along dim      dx = index_add(zeros(x.shape), dim, index, dy)
-struct IndexSelect : Op<IndexSelect> {
+struct IndexSelect : BuiltinOp<IndexSelect> {
   static constexpr const char* kName = "IndexSelectBackward0";
+  static constexpr Formula kFormula = kNoFormula;
+  static constexpr Amp kAutocast = Amp::None;
+  static constexpr Onnx kOnnx = Onnx::custom();
+  static constexpr Fusion kFusion = Fusion::None;
+  static std::string to_onnx(OnnxGraph& g, const OnnxCall& c) {
+    return g.op("Gather", {c.in[0], c.in[1]}, {{"axis", c.integer(0)}});
+  }
   Shape in_shape;
   SavedTensor index_;
   int64_t dim = 0;
@@ -27,8 +34,12 @@ struct IndexSelect : Op<IndexSelect> {
 };
 
 // y = self; y[.., index[i], ..] += src[.., i, ..]      dself = dy, dsrc = index_select(dy, dim, index)
-struct IndexAdd : Op<IndexAdd> {
+struct IndexAdd : BuiltinOp<IndexAdd> {
   static constexpr const char* kName = "IndexAddBackward0";
+  static constexpr Formula kFormula = kNoFormula;
+  static constexpr Amp kAutocast = Amp::None;
+  static constexpr Onnx kOnnx = Onnx::none("a backward-only op in practice (index_select's gradient); no mapping written yet");
+  static constexpr Fusion kFusion = Fusion::None;
   SavedTensor index_;
   int64_t dim = 0;
   Tensor forward(const Tensor& self, int64_t d, const Tensor& index, const Tensor& src) {
@@ -42,8 +53,12 @@ struct IndexAdd : Op<IndexAdd> {
 };
 
 // y[i][j] = x[i][index[i][j]] (dim 1)      dx = scatter_add(zeros(x.shape), dim, index, dy)
-struct Gather : Op<Gather> {
+struct Gather : BuiltinOp<Gather> {
   static constexpr const char* kName = "GatherBackward0";
+  static constexpr Formula kFormula = kNoFormula;
+  static constexpr Amp kAutocast = Amp::None;
+  static constexpr Onnx kOnnx = Onnx::none("no ONNX mapping written yet (GatherElements)");
+  static constexpr Fusion kFusion = Fusion::None;
   Shape in_shape;
   SavedTensor index_;
   int64_t dim = 0;
@@ -59,8 +74,12 @@ struct Gather : Op<Gather> {
 };
 
 // y = self; y[i][index[i][j]] += src[i][j] (dim 1)      dself = dy, dsrc = gather(dy, dim, index)
-struct ScatterAdd : Op<ScatterAdd> {
+struct ScatterAdd : BuiltinOp<ScatterAdd> {
   static constexpr const char* kName = "ScatterAddBackward0";
+  static constexpr Formula kFormula = kNoFormula;
+  static constexpr Amp kAutocast = Amp::None;
+  static constexpr Onnx kOnnx = Onnx::none("no ONNX mapping written yet (ScatterElements with reduction add)");
+  static constexpr Fusion kFusion = Fusion::None;
   SavedTensor index_;
   int64_t dim = 0;
   Tensor forward(const Tensor& self, int64_t d, const Tensor& index, const Tensor& src) {

@@ -11,8 +11,12 @@
 namespace gradlab::ops_detail {
 
 // C = A @ B, batched: A [B, M, K], B [B, K, N]      dA = dC @ Bᵀ, dB = Aᵀ @ dC
-struct Bmm : Op<Bmm> {
+struct Bmm : BuiltinOp<Bmm> {
   static constexpr const char* kName = "BmmBackward0";
+  static constexpr Formula kFormula = kNoFormula;
+  static constexpr Amp kAutocast = Amp::Lower;
+  static constexpr Onnx kOnnx = Onnx::same("MatMul");
+  static constexpr Fusion kFusion = Fusion::None;
   SavedTensor a_, b_;
   Tensor forward(const Tensor& a, const Tensor& b) {
     if (b.requires_grad()) save(a_, a);
@@ -26,8 +30,12 @@ struct Bmm : Op<Bmm> {
 };
 
 // C = A @ B, 2-D: A [M, K], B [K, N]      dA = dC @ Bᵀ, dB = Aᵀ @ dC   (torch.mm; a 2-D matmul)
-struct Mm : Op<Mm> {
+struct Mm : BuiltinOp<Mm> {
   static constexpr const char* kName = "MmBackward0";
+  static constexpr Formula kFormula = kNoFormula;
+  static constexpr Amp kAutocast = Amp::Lower;
+  static constexpr Onnx kOnnx = Onnx::same("MatMul");
+  static constexpr Fusion kFusion = Fusion::None;
   SavedTensor a_, b_;
   Tensor forward(const Tensor& a, const Tensor& b) {
     if (b.requires_grad()) save(a_, a);

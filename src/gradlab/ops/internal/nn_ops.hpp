@@ -11,8 +11,12 @@
 namespace gradlab::ops_detail {
 
 // cols = unfold(x)          dx = fold(dcols)         (unfold and fold are each other's adjoint)
-struct Unfold : Op<Unfold> {
+struct Unfold : BuiltinOp<Unfold> {
   static constexpr const char* kName = "Im2ColBackward0";
+  static constexpr Formula kFormula = kNoFormula;
+  static constexpr Amp kAutocast = Amp::None;
+  static constexpr Onnx kOnnx = Onnx::none("im2col has no ONNX op: export the Conv2d module (onnx::export_model(model, ...))");
+  static constexpr Fusion kFusion = Fusion::None;
   kern::Window2d win;
   int64_t C = 0, H = 0, W = 0;
   Tensor forward(const Tensor& x, const kern::Window2d& w) {
@@ -24,8 +28,12 @@ struct Unfold : Op<Unfold> {
 };
 
 // x = fold(cols)            dcols = unfold(dx)
-struct Fold : Op<Fold> {
+struct Fold : BuiltinOp<Fold> {
   static constexpr const char* kName = "Col2ImBackward0";
+  static constexpr Formula kFormula = kNoFormula;
+  static constexpr Amp kAutocast = Amp::None;
+  static constexpr Onnx kOnnx = Onnx::none("col2im is not in ONNX opset 17");
+  static constexpr Fusion kFusion = Fusion::None;
   kern::Window2d win;
   Tensor forward(const Tensor& cols, int64_t C, int64_t H, int64_t W, const kern::Window2d& w) {
     win = w;
@@ -39,8 +47,12 @@ inline GradList Unfold::backward(const GradList& g) {
 }
 
 // y = max over each window, i = its argmax     dx = dy scattered to the argmax positions
-struct MaxPool2d : Op<MaxPool2d> {
+struct MaxPool2d : BuiltinOp<MaxPool2d> {
   static constexpr const char* kName = "MaxPool2DWithIndicesBackward0";
+  static constexpr Formula kFormula = kNoFormula;
+  static constexpr Amp kAutocast = Amp::None;
+  static constexpr Onnx kOnnx = Onnx::none("no ONNX mapping written yet for the traced op: export the MaxPool2d module");
+  static constexpr Fusion kFusion = Fusion::None;
   Shape in_shape;
   SavedTensor idx_;
   std::vector<Tensor> forward(const Tensor& x, const kern::Window2d& w) {
@@ -63,8 +75,14 @@ struct MaxPool2d : Op<MaxPool2d> {
 // One node and one GEMM instead of transpose + reshape + bmm + broadcast add. Without
 // create_graph the backward calls the kernels directly; with it, it is recorded with mm and sum.
 template <class Tag>
-struct LinearOp : Op<LinearOp<Tag>> {
+struct LinearOp : BuiltinOp<LinearOp<Tag>> {
   static constexpr const char* kName = Tag::kName;
+  static constexpr Formula kFormula = kNoFormula;
+  static constexpr Amp kAutocast = Amp::Lower;
+  static constexpr Onnx kOnnx = Onnx::custom();
+  static constexpr Fusion kFusion = Fusion::None;
+  // x [M, K], W [N, K] (, b [N]): Gemm with B transposed.
+  static std::string to_onnx(OnnxGraph& g, const OnnxCall& c) { return g.op("Gemm", c.in, {{"transB", int64_t{1}}}); }
   SavedTensor x_, w_;
   Tensor forward(const Tensor& x, const Tensor& w, const Tensor& b) {
     if (w.requires_grad()) this->save(x_, x);
@@ -99,8 +117,12 @@ struct MmTag {
 };
 
 // dx = y > t ? g : 0        dg = y > t ? dd : 0   (y only selects: no gradient flows to it)
-struct ThresholdBackward : Op<ThresholdBackward> {
+struct ThresholdBackward : BuiltinOp<ThresholdBackward> {
   static constexpr const char* kName = "ThresholdBackwardBackward0";
+  static constexpr Formula kFormula = kNoFormula;
+  static constexpr Amp kAutocast = Amp::None;
+  static constexpr Onnx kOnnx = Onnx::none("a backward-only op (relu's gradient)");
+  static constexpr Fusion kFusion = Fusion::None;
   SavedTensor y_;
   double threshold = 0;
   Tensor forward(const Tensor& g, const Tensor& y, double t) {
@@ -119,8 +141,12 @@ struct ThresholdBackward : Op<ThresholdBackward> {
 //   w_i = [t_i != ignore_index],  s = dy / n_valid (mean) | dy (sum) | dy_i (none)
 // One node instead of log_softmax + gather + masks; the composite (cross_entropy_reference) is
 // its oracle in the checks. With create_graph the backward is recorded (softmax recomputed).
-struct CrossEntropyOp : Op<CrossEntropyOp> {
+struct CrossEntropyOp : BuiltinOp<CrossEntropyOp> {
   static constexpr const char* kName = "CrossEntropyLossBackward0";
+  static constexpr Formula kFormula = kNoFormula;
+  static constexpr Amp kAutocast = Amp::Float32;
+  static constexpr Onnx kOnnx = Onnx::none("no ONNX mapping written yet (SoftmaxCrossEntropyLoss)");
+  static constexpr Fusion kFusion = Fusion::None;
   SavedTensor x_, lse_, t_;
   Tensor inv_valid_;  // CUDA: 1 / valid on the device (valid is then unknown on the host)
   int64_t ignore = -100, valid = 0;

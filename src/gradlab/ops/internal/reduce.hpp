@@ -23,8 +23,17 @@ inline Tensor keep_reduced(const Tensor& g, const Shape& in_shape, const Dims& d
 // y = Σ_dims x       dx = dy broadcast back to x.shape
 // (PyTorch's names: SumBackward0 for a full x.sum(), SumBackward1 for sum over dims)
 template <bool Full>
-struct Sum : Op<Sum<Full>> {
+struct Sum : BuiltinOp<Sum<Full>> {
   static constexpr const char* kName = Full ? "SumBackward0" : "SumBackward1";
+  static constexpr Formula kFormula = kNoFormula;
+  static constexpr Amp kAutocast = Amp::Float32;
+  static constexpr Onnx kOnnx = Onnx::custom();
+  static constexpr Fusion kFusion = Fusion::Sum;
+  static std::string to_onnx(OnnxGraph& g, const OnnxCall& c) {  // attrs: dims, keepdim
+    std::vector<std::string> args = {c.in[0]};
+    if (!c.ints(0).empty()) args.push_back(g.ints(c.ints(0), "axes"));
+    return g.op("ReduceSum", args, {{"keepdims", int64_t{c.integer(1) != 0 ? 1 : 0}}});
+  }
   Shape in_shape;
   Dims dims;
   bool keepdim = false;
@@ -40,8 +49,12 @@ struct Sum : Op<Sum<Full>> {
 // y = Σ_dims x / n     dx = dy / n broadcast back to x.shape      (n = reduced element count)
 // (PyTorch's names: MeanBackward0 for a full x.mean(), MeanBackward1 over dims)
 template <bool Full>
-struct Mean : Op<Mean<Full>> {
+struct Mean : BuiltinOp<Mean<Full>> {
   static constexpr const char* kName = Full ? "MeanBackward0" : "MeanBackward1";
+  static constexpr Formula kFormula = kNoFormula;
+  static constexpr Amp kAutocast = Amp::Float32;
+  static constexpr Onnx kOnnx = Onnx::none("no ONNX mapping written yet (ReduceMean)");
+  static constexpr Fusion kFusion = Fusion::None;
   Shape in_shape;
   Dims dims;
   bool keepdim = false;
@@ -66,8 +79,12 @@ struct Mean : Op<Mean<Full>> {
 // NOTE: at s = 0 (a constant x) the chain rule gives 0 * inf = NaN; PyTorch's std_backward masks
 // it to 0 (x - x̄ is 0 there too, so 0 is the limit along every direction that keeps x constant).
 template <bool IsStd>
-struct VarStd : Op<VarStd<IsStd>> {
+struct VarStd : BuiltinOp<VarStd<IsStd>> {
   static constexpr const char* kName = IsStd ? "StdBackward0" : "VarBackward0";
+  static constexpr Formula kFormula = kNoFormula;
+  static constexpr Amp kAutocast = Amp::Float32;
+  static constexpr Onnx kOnnx = Onnx::none("no ONNX mapping written yet");
+  static constexpr Fusion kFusion = Fusion::None;
   SavedTensor x_, y_;
   Dims dims;
   bool keepdim = false;
@@ -102,8 +119,12 @@ struct VarStd : Op<VarStd<IsStd>> {
 
 // y = max_dims x      dx = dy * (x == y) / (number of ties)     (amin likewise)
 template <bool IsMax>
-struct AmaxAmin : Op<AmaxAmin<IsMax>> {
+struct AmaxAmin : BuiltinOp<AmaxAmin<IsMax>> {
   static constexpr const char* kName = IsMax ? "AmaxBackward0" : "AminBackward0";
+  static constexpr Formula kFormula = kNoFormula;
+  static constexpr Amp kAutocast = Amp::None;
+  static constexpr Onnx kOnnx = Onnx::none("no ONNX mapping written yet (ReduceMax / ReduceMin)");
+  static constexpr Fusion kFusion = Fusion::None;
   SavedTensor x_, y_;
   Dims dims;
   bool keepdim = false;
@@ -126,8 +147,12 @@ struct AmaxAmin : Op<AmaxAmin<IsMax>> {
 
 // (y, i) = max over one dim     dx = zeros(x.shape) with dy at the arg positions   (min likewise)
 template <bool IsMax>
-struct MaxMinDim : Op<MaxMinDim<IsMax>> {
+struct MaxMinDim : BuiltinOp<MaxMinDim<IsMax>> {
   static constexpr const char* kName = IsMax ? "MaxBackward0" : "MinBackward0";
+  static constexpr Formula kFormula = kNoFormula;
+  static constexpr Amp kAutocast = Amp::None;
+  static constexpr Onnx kOnnx = Onnx::none("no ONNX mapping written yet (two outputs: values and indices)");
+  static constexpr Fusion kFusion = Fusion::None;
   Shape in_shape;
   SavedTensor idx_;
   int64_t dim = 0;

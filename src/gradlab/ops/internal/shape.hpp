@@ -19,8 +19,15 @@ Tensor slice_scatter(const Tensor& g, const Shape& shape, int64_t dim, int64_t s
 
 // y = x viewed (or copied) as another shape     dx = dy.reshape(x.shape)
 template <class Tag>
-struct Reshape : Op<Reshape<Tag>> {
+struct Reshape : BuiltinOp<Reshape<Tag>> {
   static constexpr const char* kName = Tag::kName;
+  static constexpr Formula kFormula = kNoFormula;
+  static constexpr Amp kAutocast = Amp::None;
+  static constexpr Onnx kOnnx = Onnx::custom();
+  static constexpr Fusion kFusion = Fusion::None;
+  static std::string to_onnx(OnnxGraph& g, const OnnxCall& c) {
+    return g.op("Reshape", {c.in[0], g.ints(c.out_shape, "shape")});
+  }
   Shape in_shape;
   Tensor forward(const Tensor& x, const Shape& shape, bool allow_copy) {
     in_shape = x.sizes();
@@ -45,8 +52,15 @@ struct SqueezeTag { static constexpr const char* kName = "SqueezeBackward0"; };
 struct UnsqueezeTag { static constexpr const char* kName = "UnsqueezeBackward0"; };
 
 // y = x with dims permuted       dx = dy permuted back
-struct Permute : Op<Permute> {
+struct Permute : BuiltinOp<Permute> {
   static constexpr const char* kName = "PermuteBackward0";
+  static constexpr Formula kFormula = kNoFormula;
+  static constexpr Amp kAutocast = Amp::None;
+  static constexpr Onnx kOnnx = Onnx::custom();
+  static constexpr Fusion kFusion = Fusion::None;
+  static std::string to_onnx(OnnxGraph& g, const OnnxCall& c) {
+    return g.op("Transpose", {c.in[0]}, {{"perm", c.ints(0)}});
+  }
   Dims perm;
   Tensor forward(const Tensor& x, const Dims& p) {
     perm = p;
@@ -66,8 +80,12 @@ struct Permute : Op<Permute> {
 };
 
 // y = x[start:end:step] along dim (a view)     dx = zeros(x.shape) with dy written into that slice
-struct Slice : Op<Slice> {
+struct Slice : BuiltinOp<Slice> {
   static constexpr const char* kName = "SliceBackward0";
+  static constexpr Formula kFormula = kNoFormula;
+  static constexpr Amp kAutocast = Amp::None;
+  static constexpr Onnx kOnnx = Onnx::none("no ONNX mapping written yet (Slice takes starts / ends as inputs)");
+  static constexpr Fusion kFusion = Fusion::None;
   Shape in_shape;
   int64_t dim = 0, start = 0, end = 0, step = 1;
   Tensor forward(const Tensor& x, int64_t d, int64_t s, int64_t e, int64_t st) {
@@ -83,8 +101,12 @@ struct Slice : Op<Slice> {
 };
 
 // y = zeros(shape); y[start:end:step] = g along dim      dg = dy[start:end:step]
-struct SliceScatter : Op<SliceScatter> {
+struct SliceScatter : BuiltinOp<SliceScatter> {
   static constexpr const char* kName = "SliceScatterBackward0";
+  static constexpr Formula kFormula = kNoFormula;
+  static constexpr Amp kAutocast = Amp::None;
+  static constexpr Onnx kOnnx = Onnx::none("a backward-only op (slice's gradient)");
+  static constexpr Fusion kFusion = Fusion::None;
   int64_t dim = 0, start = 0, end = 0, step = 1;
   Tensor forward(const Tensor& g, const Shape& shape, int64_t d, int64_t s, int64_t e, int64_t st) {
     dim = d, start = s, end = e, step = st;
@@ -101,8 +123,12 @@ struct SliceScatter : Op<SliceScatter> {
 };
 
 // y = x[index] along dim (dim removed)     dx = zeros(x.shape) with dy at that index
-struct Select : Op<Select> {
+struct Select : BuiltinOp<Select> {
   static constexpr const char* kName = "SelectBackward0";
+  static constexpr Formula kFormula = kNoFormula;
+  static constexpr Amp kAutocast = Amp::None;
+  static constexpr Onnx kOnnx = Onnx::none("no ONNX mapping written yet (Gather with a scalar index)");
+  static constexpr Fusion kFusion = Fusion::None;
   Shape in_shape;
   int64_t dim = 0, index = 0;
   Tensor forward(const Tensor& x, int64_t d, int64_t i) {
@@ -121,8 +147,15 @@ struct Select : Op<Select> {
 };
 
 // y = x broadcast to `shape` (stride 0, no copy)     dx = sum_to(dy, x.shape)
-struct Expand : Op<Expand> {
+struct Expand : BuiltinOp<Expand> {
   static constexpr const char* kName = "ExpandBackward0";
+  static constexpr Formula kFormula = kNoFormula;
+  static constexpr Amp kAutocast = Amp::None;
+  static constexpr Onnx kOnnx = Onnx::custom();
+  static constexpr Fusion kFusion = Fusion::Broadcast;
+  static std::string to_onnx(OnnxGraph& g, const OnnxCall& c) {
+    return g.op("Expand", {c.in[0], g.ints(c.out_shape, "shape")});
+  }
   Shape in_shape;
   Tensor forward(const Tensor& x, const Shape& shape) {
     in_shape = x.sizes();
@@ -153,8 +186,12 @@ struct Expand : Op<Expand> {
 };
 
 // y = copy of x (contiguous)     dx = dy
-struct Clone : Op<Clone> {
+struct Clone : BuiltinOp<Clone> {
   static constexpr const char* kName = "CloneBackward0";
+  static constexpr Formula kFormula = kNoFormula;
+  static constexpr Amp kAutocast = Amp::None;
+  static constexpr Onnx kOnnx = Onnx::same("Identity");
+  static constexpr Fusion kFusion = Fusion::None;
   Tensor forward(const Tensor& x) {
     Tensor y = make_tensor(x.sizes(), x.dtype(), x.device());
     kern::copy(y, x);
@@ -164,8 +201,15 @@ struct Clone : Op<Clone> {
 };
 
 // y = x converted to another dtype     dx = dy converted back
-struct ToCopy : Op<ToCopy> {
+struct ToCopy : BuiltinOp<ToCopy> {
   static constexpr const char* kName = "ToCopyBackward0";
+  static constexpr Formula kFormula = kNoFormula;
+  static constexpr Amp kAutocast = Amp::None;
+  static constexpr Onnx kOnnx = Onnx::custom();
+  static constexpr Fusion kFusion = Fusion::None;
+  static std::string to_onnx(OnnxGraph& g, const OnnxCall& c) {
+    return g.op("Cast", {c.in[0]}, {{"to", g.elem_type(c.dtype)}});
+  }
   ScalarType in_dtype = kFloat32;
   Tensor forward(const Tensor& x, ScalarType dt) {
     in_dtype = x.dtype();
@@ -175,8 +219,12 @@ struct ToCopy : Op<ToCopy> {
 };
 
 // y = x copied to another device        dx = dy copied back to x's device
-struct ToDevice : Op<ToDevice> {
+struct ToDevice : BuiltinOp<ToDevice> {
   static constexpr const char* kName = "ToCopyBackward0";
+  static constexpr Formula kFormula = kNoFormula;
+  static constexpr Amp kAutocast = Amp::None;
+  static constexpr Onnx kOnnx = Onnx::none("a device copy: export the model on one device");
+  static constexpr Fusion kFusion = Fusion::None;
   Device from_;
   Tensor forward(const Tensor& x, Device to) {
     from_ = x.device();
@@ -188,8 +236,12 @@ struct ToDevice : Op<ToDevice> {
 };
 
 // y = [x0, x1, ...] joined along dim     dxi = the matching slice of dy
-struct Cat : Op<Cat> {
+struct Cat : BuiltinOp<Cat> {
   static constexpr const char* kName = "CatBackward0";
+  static constexpr Formula kFormula = kNoFormula;
+  static constexpr Amp kAutocast = Amp::Promote;
+  static constexpr Onnx kOnnx = Onnx::none("no ONNX mapping written yet (Concat)");
+  static constexpr Fusion kFusion = Fusion::None;
   int64_t dim = 0;
   std::vector<int64_t> sizes;
   Tensor forward(const TensorList& xs, int64_t d, const Shape& out_shape, ScalarType dt) {

@@ -129,6 +129,10 @@ void add_elementwise_rows(std::vector<OpSpec>& t) {
       [](const Tensor& a, double c) { return minimum(a, scalar_like(c, a)); },
       [](double a, double b) { return std::min(a, b); }, any.on_grid(0.2), any.on_grid(0.2, 0.1)));
   t.back().notes = "a and b on grids offset by 0.1: they never tie";
+  t.push_back(binary(
+      "logaddexp", [](const Tensor& a, const Tensor& b) { return logaddexp(a, b); },
+      [](const Tensor& a, double c) { return logaddexp(a, scalar_like(c, a)); },
+      [](double a, double b) { return std::max(a, b) + std::log1p(std::exp(-std::abs(a - b))); }, any, any));
   // where(cond, input, other): "input" or "other" as a number takes the place of that tensor.
   t.push_back(row(
       "where", 2, "a, b: any; cond: bool",
@@ -188,6 +192,8 @@ void add_elementwise_rows(std::vector<OpSpec>& t) {
       "neg", neg, [](double x) { return -x; }, any, true));
   t.push_back(unary(
       "exp", exp, [](double x) { return std::exp(x); }, any, true));
+  t.push_back(unary(
+      "expm1", expm1, [](double x) { return std::expm1(x); }, any));
   t.push_back(unary(
       "log", log, [](double x) { return std::log(x); }, pos));
   t.push_back(unary(
