@@ -3,6 +3,8 @@
 #include "common/check_helpers.hpp"
 #include "common/finite_diff.hpp"
 
+#include <gradlab/core/storage.hpp>  // memory::allocated
+
 namespace gradlab {
 namespace {
 
@@ -66,6 +68,40 @@ struct AbsWithSign : autograd::Function<AbsWithSign> {
 struct TooFewGrads : autograd::Function<TooFewGrads> {
   static Tensor forward(AutogradContext*, Tensor x, double c) { return x * c; }
   static TensorList backward(AutogradContext*, TensorList g) { return {g[0]}; }
+};
+
+// A defined gradient past the last argument: still the wrong number.
+struct TooManyGrads : autograd::Function<TooManyGrads> {
+  static Tensor forward(AutogradContext*, Tensor x) { return x * 2; }
+  static TensorList backward(AutogradContext*, TensorList g) { return {g[0] * 2, g[0]}; }
+};
+
+// y = x * w (+ b when given), LibTorch's tutorial LinearFunction with an optional bias:
+// dx = dy * w, dw = dy * x, db = dy. backward always returns three gradients, the last one
+// undefined when b was not passed (then forward got two arguments: one surplus gradient).
+struct ScaleOptionalShift : autograd::Function<ScaleOptionalShift> {
+  static Tensor forward(AutogradContext* ctx, Tensor x, Tensor w, Tensor b = Tensor()) {
+    ctx->save_for_backward({x, w, b});
+    return b.defined() ? x * w + b : x * w;
+  }
+  static TensorList backward(AutogradContext* ctx, TensorList g) {
+    TensorList s = ctx->get_saved_variables();
+    return {g[0] * s[1], g[0] * s[0], s[2].defined() ? g[0] : Tensor()};
+  }
+};
+
+// x <- 2x in place, marked dirty; saves its output (the rebased input). dx = dy * 2
+struct DoubleInPlace : autograd::Function<DoubleInPlace> {
+  static Tensor forward(AutogradContext* ctx, Tensor x) {
+    x.mul_(2);
+    ctx->mark_dirty({x});
+    ctx->save_for_backward({x});
+    return x;
+  }
+  static TensorList backward(AutogradContext* ctx, TensorList g) {
+    EXPECT_TRUE(ctx->get_saved_variables()[0].defined());
+    return {g[0] * 2};
+  }
 };
 
 struct WrongShapeGrad : autograd::Function<WrongShapeGrad> {
@@ -199,6 +235,52 @@ TEST(CustomFunctionErrors, WrongNumberOfGradients) {
   EXPECT_THROW_MSG(TooFewGrads::apply(x, 2.0).backward(), AutogradError,
                    "TooFewGradsBackward: backward returned the wrong number of gradients",
                    "expected 2 (one per forward argument", "got 1", "Tensor()");
+}
+
+TEST(CustomFunction, SurplusTrailingUndefinedGradientsAreDropped) {
+  Tensor x = f64({1.0, 2.0}, true), w = f64({3.0, -1.0}, true), b = f64({0.5, 0.5}, true);
+  ScaleOptionalShift::apply(x, w).sum().backward();  // no bias: backward returns 3 for 2 inputs
+  EXPECT_THAT(vals(x.grad()), ElementsAre(3, -1));
+  EXPECT_THAT(vals(w.grad()), ElementsAre(1, 2));
+  ScaleOptionalShift::apply(x, w, b).sum().backward();  // with bias: 3 for 3
+  EXPECT_THAT(vals(x.grad()), ElementsAre(6, -2));
+  EXPECT_THAT(vals(b.grad()), ElementsAre(1, 1));
+}
+
+TEST(CustomFunctionErrors, ASurplusDefinedGradientIsAnError) {
+  Tensor x = f64({1.0}, true);
+  EXPECT_THROW_MSG(TooManyGrads::apply(x).backward(), AutogradError,
+                   "TooManyGradsBackward: backward returned the wrong number of gradients", "expected 1",
+                   "got 2", "surplus gradients must be undefined");
+}
+
+// mark_dirty once made a reference cycle (the dirty output -> grad_fn -> ctx -> the output), so
+// every call leaked its node, the output and all it saved. Counted here without timing or RSS:
+// live nodes through weak pointers, and bytes of live tensor storage (memory::allocated()).
+TEST(CustomFunction, MarkDirtyLeavesNoCycleAndMemoryStaysFlat) {
+  Tensor x = f64({1.0, 3.0}, true);
+  {
+    Tensor y = x * 1;
+    Tensor z = DoubleInPlace::apply(y);
+    EXPECT_TRUE(z.impl() == y.impl());
+    z.sum().backward();  // x.grad is allocated now, before the count starts
+    EXPECT_THAT(vals(x.grad()), ElementsAre(2, 2));
+  }
+  const std::size_t bytes_before = memory::allocated();
+  constexpr int kCalls = 10000;
+  std::vector<std::weak_ptr<autograd::Node>> nodes;
+  nodes.reserve(kCalls);
+  for (int i = 0; i < kCalls; ++i) {
+    Tensor y = x * 1;
+    Tensor z = DoubleInPlace::apply(y);
+    nodes.push_back(z.grad_fn());
+    if (i % 10 == 0) (z * 3).sum().backward();  // one in ten with a backward, the rest dropped unused
+  }
+  std::size_t live = 0;
+  for (const auto& n : nodes) live += n.expired() ? 0 : 1;
+  EXPECT_EQ(live, 0u) << "of " << kCalls << " DoubleInPlaceBackward nodes";
+  EXPECT_EQ(memory::allocated(), bytes_before);
+  EXPECT_THAT(vals(x.grad()), ElementsAre(2 + 6 * kCalls / 10, 2 + 6 * kCalls / 10));  // d(3 * 2x)/dx = 6
 }
 
 TEST(CustomFunctionErrors, WrongGradientShapeIsCaughtByTheEngine) {

@@ -44,6 +44,12 @@ void AutogradContext::finish_forward(const std::vector<Tensor*>& outputs) {
     }
   }
   to_save_.clear();
+  // The node must not own its own outputs (PyTorch keeps these two lists as non-owning
+  // TensorImpl*): a dirty output has this node as grad_fn, so keeping it here would be a
+  // reference cycle, leaking node, output and all it saved on every call. Both lists are only
+  // needed until the outputs are connected, which is done.
+  dirty_.clear();
+  non_differentiable_.clear();
 }
 
 TensorList AutogradContext::get_saved_variables() const {

@@ -80,6 +80,8 @@ class AutogradContext {
 
   // ---- used by Function<T> ---------------------------------------------------------------
   void bind(Node* node) { node_ = node; }
+  /// Saves what save_for_backward named (outputs without their grad_fn), then forgets the dirty
+  /// and non-differentiable tensors: the node never owns its own outputs (no reference cycle).
   void finish_forward(const std::vector<Tensor*>& outputs);
   std::vector<const TensorImpl*> non_differentiable() const;
   bool is_dirty(const TensorImpl* t) const;
@@ -107,13 +109,19 @@ class CppNode final : public Node {
       for (size_t i = 0; i < grads.size(); ++i)
         if (grads[i].defined() && !output_meta()[i].differentiable) grads[i] = Tensor();
     TensorList r = T::backward(&ctx, std::move(grads));
+    // Surplus trailing gradients are dropped when all are undefined, as LibTorch does (e.g. the
+    // gradient of an optional bias that was not passed); a defined surplus one is an error.
+    bool surplus_undefined = r.size() > input_is_tensor.size();
+    for (size_t i = input_is_tensor.size(); i < r.size(); ++i) surplus_undefined = surplus_undefined && !r[i].defined();
+    if (surplus_undefined) r.resize(input_is_tensor.size());
     // Keep only the gradients of tensor inputs, in edge order.
     GradList out;
     GRADLAB_CHECK(r.size() == input_is_tensor.size(), AutogradError, name(),
                   "backward returned the wrong number of gradients",
                   std::to_string(input_is_tensor.size()) +
                       " (one per forward argument, and one per element of a tensor-list argument)",
-                  std::to_string(r.size()), "return an undefined Tensor() for non-tensor arguments");
+                  std::to_string(r.size()),
+                  "return an undefined Tensor() for non-tensor arguments; surplus gradients must be undefined");
     for (size_t i = 0; i < r.size(); ++i)
       if (input_is_tensor[i]) out.push_back(std::move(r[i]));
     return out;

@@ -1,0 +1,30 @@
+# Fails when the ELF file LIB has one of the sonames in FORBIDDEN (a ;-list) as NEEDED.
+#   cmake -DREADELF=readelf -DLIB=libgradlab.so -DFORBIDDEN=libcuda.so.1 -P not_needed.cmake
+# Why: a NEEDED libcuda.so.1 makes the library (and every program linking it) fail to load on a
+# machine without the NVIDIA driver; the driver is opened at run time instead (by libcudart).
+cmake_minimum_required(VERSION 3.25)
+foreach(_v READELF LIB FORBIDDEN)
+  if(NOT DEFINED ${_v})
+    message(FATAL_ERROR "not_needed.cmake: -D${_v}=... is missing")
+  endif()
+endforeach()
+execute_process(COMMAND "${READELF}" -d "${LIB}" OUTPUT_VARIABLE _dyn RESULT_VARIABLE _rc)
+if(NOT _rc EQUAL 0)
+  message(FATAL_ERROR "not_needed.cmake: ${READELF} -d ${LIB} failed (exit ${_rc})")
+endif()
+string(REGEX MATCHALL "\\(NEEDED\\)[^\n]*\\[[^]\n]+\\]" _needed "${_dyn}")
+if(NOT _needed)
+  message(FATAL_ERROR "not_needed.cmake: ${LIB} lists no NEEDED entry; expected a dynamic library")
+endif()
+set(_bad "")
+foreach(_line IN LISTS _needed)
+  string(REGEX REPLACE ".*\\[([^]]+)\\]" "\\1" _so "${_line}")
+  if(_so IN_LIST FORBIDDEN)
+    list(APPEND _bad "${_so}")
+  endif()
+endforeach()
+if(_bad)
+  message(FATAL_ERROR "${LIB} has NEEDED ${_bad}; expected none of ${FORBIDDEN}; hint: link the "
+                      "library's file, not a CMake target that carries CUDA::cuda_driver")
+endif()
+message(STATUS "${LIB}: none of ${FORBIDDEN} is NEEDED")
