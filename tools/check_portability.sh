@@ -4,8 +4,11 @@
 # every BLAS kernel this CPU can run, at 1 and 2 BLAS threads, and once with every core kept busy
 # by other processes. Prints one row per configuration and exits non-zero when one fails.
 #
-#   bash tools/check_portability.sh             # the full sweep (13 configurations here)
+#   bash tools/check_portability.sh             # every configuration (13 here), the subset below
 #   bash tools/check_portability.sh --quick     # Haswell kernels at 2 threads only (CI's subset)
+#   bash tools/check_portability.sh --full      # the whole suite (ctest -LE slow, what
+#       # tools/run_tests.sh runs, lessons included) in every configuration, not the subset;
+#       # builds every target first (about 4 min of ctest per configuration on 2 idle cores)
 #   CAPABILITIES="sse2 avx2 avx512" bash tools/check_portability.sh
 #       # also each level of GRADLAB_CPU_CAPABILITY (gradlab's own kernels; the variable is read
 #       # only once gradlab dispatches on it: until then these rows repeat the default run)
@@ -25,11 +28,13 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 root="$PWD"
 
 quick=0
+full=0
 build_first=1
 for arg in "$@"; do
   case "$arg" in
     --quick) quick=1 ;;
     --no-build) build_first=0 ;;
+    --full) full=1 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "check_portability: unknown argument '$arg' (see --help)" >&2; exit 2 ;;
   esac
@@ -50,6 +55,9 @@ done
 if [ "$build_first" -eq 1 ]; then
   source /root/.ccache_env 2>/dev/null || true
   cmake --preset release >/dev/null
+  if [ "$full" -eq 1 ]; then
+    cmake --build --preset release -j"$(nproc)" >/dev/null
+  fi
   targets=(--target check_lessons)
   for d in lessons/[0-9][0-9]_*/; do targets+=(--target "lesson_$(basename "$d")"); done
   for t in $(cmake --build --preset release --target help | sed -n 's/^\.\.\. \(readme_[0-9a-f]*\)$/\1/p'); do
@@ -62,6 +70,9 @@ mkdir -p "$logs"
 # What ctest runs in each configuration: the lessons' README checks (each runs its lesson),
 # the exercise answers, the README programs and the fixtures that prove the checker can fail.
 tests='^(lesson_readme_|Lesson[0-9]+Answers\.|readme_program)'
+# --full: every test but the slow ones, as tools/run_tests.sh runs them (the lessons themselves,
+# their README checks and the answers are among them).
+[ "$full" -eq 1 ] && tests='.'
 
 # ---- which kernels this CPU runs -----------------------------------------------------------------
 probe="$build/checks/check_lessons"
