@@ -7,7 +7,8 @@
 if(GRADLAB_HAVE_MPI)
   set(_mpi_env
     "OMPI_ALLOW_RUN_AS_ROOT=1" "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1" "OPENBLAS_NUM_THREADS=1"
-    "OMPI_MCA_rmaps_base_oversubscribe=1" "GRADLAB_DATA_DIR=${PROJECT_SOURCE_DIR}/data")
+    "OMPI_MCA_rmaps_base_oversubscribe=1" "GRADLAB_DATA_DIR=${PROJECT_SOURCE_DIR}/data"
+    ${GRADLAB_MPI_TEST_ENV})
   set(_mpirun "${MPIEXEC_EXECUTABLE}" ${MPIEXEC_NUMPROC_FLAG} 2 --oversubscribe)
 
   # GoogleTest programs: every rank runs every test; the job fails when a rank fails.

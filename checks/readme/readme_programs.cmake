@@ -38,7 +38,7 @@ foreach(_row IN LISTS _listing)
     endif()
     # The program starts 2 ranks of itself under mpirun (relaunch_with_mpirun), as root too.
     list(APPEND _env "OMPI_ALLOW_RUN_AS_ROOT=1" "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"
-                     "OPENBLAS_NUM_THREADS=1")
+                     "OPENBLAS_NUM_THREADS=1" ${GRADLAB_MPI_TEST_ENV})
     set(_labels unit mpi)
   endif()
   set_tests_properties(readme_program_${_id} PROPERTIES LABELS "${_labels}" ENVIRONMENT "${_env}"
