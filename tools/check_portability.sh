@@ -13,6 +13,8 @@
 #       # also each level of GRADLAB_CPU_CAPABILITY (gradlab's own kernels; the variable is read
 #       # only once gradlab dispatches on it: until then these rows repeat the default run)
 #   JOBS=1 bash tools/check_portability.sh      # ctest -j (default 2)
+#   CORETYPES="auto Zen" THREADS=2 LOADED=0 bash tools/check_portability.sh
+#       # only those kernels ("auto": unset), thread counts, and no loaded run
 #   bash tools/check_portability.sh --no-build  # use build/release as it is
 #
 # Configurations:
@@ -87,6 +89,11 @@ if [ "$quick" -eq 1 ]; then
 else
   for c in Prescott Sandybridge Haswell Zen SkylakeX; do cores+=("$c"); done
 fi
+# CORETYPES="auto Zen" / THREADS="2" / LOADED=0 narrow the sweep (e.g. to rerun what failed).
+if [ -n "${CORETYPES:-}" ]; then
+  cores=()
+  for c in $CORETYPES; do [ "$c" = auto ] && cores+=("") || cores+=("$c"); done
+fi
 
 rows=()
 failed=0
@@ -115,6 +122,7 @@ run_config() {  # name, then env assignments
 echo "check_portability: OpenBLAS auto-detects core '$auto_core'; logs in $logs"
 thread_counts=(1 2)
 [ "$quick" -eq 1 ] && thread_counts=(2)
+[ -n "${THREADS:-}" ] && read -r -a thread_counts <<<"$THREADS"
 for core in "${cores[@]}"; do
   label="${core:-auto($auto_core)}"
   env_core=()
@@ -137,7 +145,7 @@ for cap in ${CAPABILITIES:-}; do
   run_config "capability=$cap,threads=2" GRADLAB_CPU_CAPABILITY="$cap" OPENBLAS_NUM_THREADS=2
 done
 
-if [ "$quick" -eq 0 ]; then
+if [ "$quick" -eq 0 ] && [ "${LOADED:-1}" != 0 ]; then
   # Every core busy with another process: what a shared CI runner or a laptop compiling gives.
   busy=()
   for _ in $(seq "$(nproc)"); do
