@@ -65,3 +65,11 @@ endif()
 if(GRADLAB_HAVE_MPI)
   target_compile_definitions(check_distributed PRIVATE GRADLAB_TEST_HAVE_MPI=1)
 endif()
+
+# The READMEs' hostfile example is mpi.netns_two_hosts's command (and the check catches a change).
+find_package(Python3 COMPONENTS Interpreter)
+if(Python3_Interpreter_FOUND)
+  add_test(NAME readme_netns_command_is_the_tests
+           COMMAND "${Python3_EXECUTABLE}" "${CMAKE_CURRENT_SOURCE_DIR}/distributed/netns_readme_command.py")
+  set_tests_properties(readme_netns_command_is_the_tests PROPERTIES LABELS unit TIMEOUT 30)
+endif()
