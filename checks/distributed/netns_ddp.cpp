@@ -31,6 +31,8 @@
 #include <thread>
 #include <vector>
 
+#include "distributed/ddp_common.hpp"
+
 namespace {
 
 namespace gl = gradlab;
@@ -38,6 +40,9 @@ namespace nn = gradlab::nn;
 namespace io = gradlab::io;
 namespace dist = gradlab::distributed;
 namespace fs = std::filesystem;
+using gl::checks::flat;
+using gl::checks::gather;
+using gl::checks::max_abs_diff;
 
 constexpr int kEpochs = 3, kSteps = 4;
 constexpr int64_t kB = 3;
@@ -63,19 +68,6 @@ XY global_batch(int epoch, int step, int64_t rows) {
   return {gl::randn({rows, 4}, kF64, &g), gl::randn({rows, 3}, kF64, &g)};
 }
 
-std::vector<double> flat(const std::vector<gl::Tensor>& ts) {
-  std::vector<double> v;
-  for (const gl::Tensor& t : ts)
-    for (double x : t.to_vector<double>()) v.push_back(x);
-  return v;
-}
-double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) {
-  if (a.size() != b.size()) return INFINITY;
-  double m = 0;
-  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(a[i] - b[i]));
-  return m;
-}
-
 // The oracle: one process, batch world * B, every epoch from the start.
 std::vector<double> train_single(int world) {
   nn::Sequential m = make_mlp(kSeed);
@@ -90,17 +82,6 @@ std::vector<double> train_single(int world) {
   return flat(m->parameters());
 }
 
-// Every rank's copy of `v`, in rank order.
-std::vector<std::vector<double>> gather(const std::vector<double>& v) {
-  gl::Tensor mine = gl::empty({static_cast<int64_t>(v.size())}, kF64);
-  std::copy(v.begin(), v.end(), mine.data_ptr<double>());
-  std::vector<gl::Tensor> all(static_cast<size_t>(dist::get_world_size()));
-  dist::all_gather(all, mine);
-  std::vector<std::vector<double>> out;
-  for (const gl::Tensor& t : all) out.push_back(t.to_vector<double>());
-  return out;
-}
-
 // Every rank's host name, in rank order.
 std::vector<std::string> host_names() {
   constexpr int64_t kWords = 8;  // 63 characters and a NUL
@@ -111,7 +92,8 @@ std::vector<std::string> host_names() {
   std::vector<gl::Tensor> all(static_cast<size_t>(dist::get_world_size()));
   dist::all_gather(all, mine);
   std::vector<std::string> out;
-  for (const gl::Tensor& t : all) out.emplace_back(reinterpret_cast<const char*>(t.data_ptr<int64_t>()));
+  for (const gl::Tensor& t : all)
+    out.emplace_back(reinterpret_cast<const char*>(t.data_ptr<int64_t>()));
   return out;
 }
 
@@ -136,16 +118,23 @@ Args parse(int argc, char** argv) {
       if (i + 1 >= argc) throw std::invalid_argument("netns_ddp: " + k + " needs a value");
       return argv[++i];
     };
-    if (k == "--out") a.out = value();
-    else if (k == "--ckpt") a.ckpt = value();
-    else if (k == "--resume") a.resume = true;
-    else if (k == "--pause-dir") a.pause_dir = value();
-    else if (k == "--timeout-s") a.timeout_s = std::stoi(value());
-    else if (k == "--expect-hosts") a.expect_hosts = std::stoi(value());
+    if (k == "--out")
+      a.out = value();
+    else if (k == "--ckpt")
+      a.ckpt = value();
+    else if (k == "--resume")
+      a.resume = true;
+    else if (k == "--pause-dir")
+      a.pause_dir = value();
+    else if (k == "--timeout-s")
+      a.timeout_s = std::stoi(value());
+    else if (k == "--expect-hosts")
+      a.expect_hosts = std::stoi(value());
     else if (k == "--pause-at") {
       const std::string v = value();
       const size_t colon = v.find(':');
-      if (colon == std::string::npos) throw std::invalid_argument("netns_ddp: --pause-at takes E:S, got " + v);
+      if (colon == std::string::npos)
+        throw std::invalid_argument("netns_ddp: --pause-at takes E:S, got " + v);
       a.pause_epoch = std::stoi(v.substr(0, colon));
       a.pause_step = std::stoi(v.substr(colon + 1));
     } else {
@@ -153,7 +142,8 @@ Args parse(int argc, char** argv) {
     }
   }
   if (a.out.empty()) throw std::invalid_argument("netns_ddp train: --out FILE is required");
-  if (a.resume && a.ckpt.empty()) throw std::invalid_argument("netns_ddp train: --resume needs --ckpt DIR");
+  if (a.resume && a.ckpt.empty())
+    throw std::invalid_argument("netns_ddp train: --resume needs --ckpt DIR");
   if (a.pause_epoch >= 0 && a.pause_dir.empty())
     throw std::invalid_argument("netns_ddp train: --pause-at needs --pause-dir DIR");
   return a;
@@ -165,7 +155,8 @@ void pause_until_go(const Args& a, int rank) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
   while (!fs::exists(fs::path(a.pause_dir) / "go")) {
     if (std::chrono::steady_clock::now() > deadline)
-      throw std::runtime_error("netns_ddp: no " + (fs::path(a.pause_dir) / "go").string() + " within a minute");
+      throw std::runtime_error("netns_ddp: no " + (fs::path(a.pause_dir) / "go").string() +
+                               " within a minute");
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 }
@@ -189,9 +180,11 @@ int train(const Args& a) {
   }
   if (a.expect_hosts > 0) {
     bool even = static_cast<int>(by_host.size()) == a.expect_hosts;
-    for (const auto& [h, rs] : by_host) even = even && static_cast<int>(rs.size()) * a.expect_hosts == world;
+    for (const auto& [h, rs] : by_host)
+      even = even && static_cast<int>(rs.size()) * a.expect_hosts == world;
     if (!even && rank == 0)
-      std::printf("FAIL: expected %d hosts with %d ranks each\n", a.expect_hosts, world / a.expect_hosts);
+      std::printf("FAIL: expected %d hosts with %d ranks each\n", a.expect_hosts,
+                  world / a.expect_hosts);
     ok = ok && even;
   }
 
@@ -275,7 +268,8 @@ int compare(const std::string& a, const std::string& b) {
     }
     const std::vector<double> p = t.to_vector<double>(), q = y.model.at(k).to_vector<double>();
     d = std::max(d, max_abs_diff(p, q));
-    bitwise = bitwise && p.size() == q.size() && std::memcmp(p.data(), q.data(), p.size() * sizeof(double)) == 0;
+    bitwise = bitwise && p.size() == q.size() &&
+              std::memcmp(p.data(), q.data(), p.size() * sizeof(double)) == 0;
   }
   std::printf("max |%s - %s| = %.3g (bitwise equal: %s)\n", fs::path(a).filename().c_str(),
               fs::path(b).filename().c_str(), d, bitwise ? "yes" : "no");
