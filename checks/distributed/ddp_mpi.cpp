@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <gradlab/gradlab.hpp>
 
+#include "distributed/ddp_common.hpp"
+
 namespace gradlab {
 namespace {
 
@@ -43,28 +45,9 @@ XY global_batch(int step, int64_t rows) {
 }
 XY rows(const XY& b, int64_t start, int64_t n) { return {b.x.narrow(0, start, n), b.y.narrow(0, start, n)}; }
 
-std::vector<double> flat(const std::vector<Tensor>& ts) {
-  std::vector<double> v;
-  for (const Tensor& t : ts)
-    for (double x : t.to_vector<double>()) v.push_back(x);
-  return v;
-}
-double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) {
-  if (a.size() != b.size()) return INFINITY;
-  double m = 0;
-  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(a[i] - b[i]));
-  return m;
-}
-// Every rank's copy of `v` (for "the replicas agree" and "the ranks differ" checks).
-std::vector<std::vector<double>> gather(const std::vector<double>& v) {
-  Tensor mine = empty({static_cast<int64_t>(v.size())}, kF64);
-  std::copy(v.begin(), v.end(), mine.data_ptr<double>());
-  std::vector<Tensor> all(static_cast<size_t>(world()));
-  dist::all_gather(all, mine);
-  std::vector<std::vector<double>> out;
-  for (const Tensor& t : all) out.push_back(t.to_vector<double>());
-  return out;
-}
+using checks::flat;
+using checks::gather;  // for "the replicas agree" and "the ranks differ" checks
+using checks::max_abs_diff;
 
 optim::SGD make_sgd(const std::vector<Tensor>& ps) { return optim::SGD(ps, optim::SGDOptions(0.1).momentum(0.9)); }
 

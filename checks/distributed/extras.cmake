@@ -45,8 +45,32 @@ if(GRADLAB_HAVE_MPI)
     ENVIRONMENT "${_mpi_env}"
     PASS_REGULAR_EXPRESSION "gradlab.distributed: rank 0 of 2: all_reduce \\(SUM, float32 \\[4\\]\\) did not complete within 2(\\.0+)? s"
     FAIL_REGULAR_EXPRESSION "completed, which it must not")
+  add_test(NAME mpi.failure_silent_peer_is_named COMMAND ${_mpirun} $<TARGET_FILE:mpi_failure> silent)
+  set_tests_properties(mpi.failure_silent_peer_is_named PROPERTIES LABELS mpi TIMEOUT 20
+    ENVIRONMENT "${_mpi_env}"
+    PASS_REGULAR_EXPRESSION "gradlab.distributed: rank 0 of 2: all_reduce \\(SUM, float32 \\[4\\]\\) did not complete within 2 s: no answer from rank 1 within 0.5 s"
+    FAIL_REGULAR_EXPRESSION "completed, which it must not")
+
+  # Two "hosts" on this machine (label netns): network namespaces joined by a veth pair, Open
+  # MPI across them with a hostfile and a launch agent in place of ssh (netns_hosts.sh). Without
+  # root or namespaces the script prints "SKIP: ..." and exits 77.
+  gradlab_check_executable(netns_ddp distributed/netns_ddp.cpp)
+  foreach(_case two_hosts host_dies)
+    add_test(NAME mpi.netns_${_case}
+             COMMAND bash "${CMAKE_CURRENT_SOURCE_DIR}/distributed/netns_hosts.sh" ${_case} $<TARGET_FILE:netns_ddp>)
+    set_tests_properties(mpi.netns_${_case} PROPERTIES LABELS "mpi;netns" TIMEOUT 120 SKIP_RETURN_CODE 77
+      PROCESSORS 2 ENVIRONMENT "${_mpi_env}")
+  endforeach()
 endif()
 
 if(GRADLAB_HAVE_MPI)
   target_compile_definitions(check_distributed PRIVATE GRADLAB_TEST_HAVE_MPI=1)
+endif()
+
+# The READMEs' hostfile example is mpi.netns_two_hosts's command (and the check catches a change).
+find_package(Python3 COMPONENTS Interpreter)
+if(Python3_Interpreter_FOUND)
+  add_test(NAME readme_netns_command_is_the_tests
+           COMMAND "${Python3_EXECUTABLE}" "${CMAKE_CURRENT_SOURCE_DIR}/distributed/netns_readme_command.py")
+  set_tests_properties(readme_netns_command_is_the_tests PROPERTIES LABELS unit TIMEOUT 30)
 endif()

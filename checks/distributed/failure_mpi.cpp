@@ -2,6 +2,8 @@
 //   failure_mpi throw  rank 1 throws before the collective rank 0 waits in (the terminate
 //                      handler of init_process_group aborts the job with the exception's text)
 //   failure_mpi hang   rank 1 never joins the collective (rank 0's bounded wait aborts the job)
+//   failure_mpi silent the same with a non-blocking all_reduce: rank 0's polled wait times out,
+//                      asks its peers where they are, and names rank 1, which does not answer
 // ctest checks the message and that mpirun returns within its TIMEOUT (checks/distributed/extras.cmake).
 
 #include <chrono>
@@ -14,13 +16,14 @@
 int main(int argc, char** argv) {
   namespace dist = gradlab::distributed;
   const std::string mode = argc > 1 ? argv[1] : "throw";
-  dist::init_process_group("mpi", std::chrono::seconds(mode == "hang" ? 2 : 60));
+  dist::init_process_group("mpi", std::chrono::seconds(mode == "throw" ? 60 : 2));
   gradlab::Tensor t = gradlab::ones({4});
   if (dist::get_rank() == 1) {
     if (mode == "throw") throw std::runtime_error("planted failure on rank 1: loss is NaN at step 3");
     std::this_thread::sleep_for(std::chrono::seconds(120));  // hangs (killed by the abort)
   }
-  dist::all_reduce(t);  // rank 0 waits here for rank 1
+  if (mode == "silent") dist::all_reduce_async(t).wait();  // rank 0 polls here for rank 1
+  else dist::all_reduce(t);  // rank 0 waits here for rank 1
   std::printf("rank %d: the all_reduce completed, which it must not\n", dist::get_rank());
   return 0;
 }

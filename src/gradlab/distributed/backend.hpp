@@ -6,7 +6,9 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "gradlab/core/tensor.hpp"
 #include "gradlab/distributed/process_group.hpp"
@@ -49,6 +51,19 @@ class Backend {
   virtual std::unique_ptr<WorkImpl> reduce_scatter(const Tensor& flat_in, const Tensor& output,
                                                    ReduceOp op, bool blocking) = 0;
   virtual std::unique_ptr<WorkImpl> barrier(bool blocking) = 0;
+  /// After a polled wait timed out: tells every peer "timed out in <what>" and listens for up to
+  /// `grace`. Returns one entry per rank: what that rank said ("is waiting in <what>" or "timed
+  /// out in <what>"), nullopt for a peer that did not answer; this rank's own entry is `what`. An
+  /// empty result means the backend cannot ask (the timeout message then names no peer).
+  virtual std::vector<std::optional<std::string>> ask_peers(const std::string& what,
+                                                            std::chrono::milliseconds grace) {
+    (void)what;
+    (void)grace;
+    return {};
+  }
+  /// Answers the peers' ask_peers while this rank waits in `what` (called from the polled wait
+  /// loop; one cheap probe when nobody asks).
+  virtual void answer_peers(const std::string& what) { (void)what; }
   /// Ends every process of the job; `message` is already printed.
   [[noreturn]] virtual void abort_job() = 0;
 };

@@ -1,11 +1,18 @@
 // The "mpi" backend: every collective is a non-blocking MPI call (MPI_Iallreduce, MPI_Ibcast,
 // ...) on a private duplicate of MPI_COMM_WORLD whose error handler returns codes instead of
 // aborting, so an MPI error becomes a DistributedError naming the collective, and every wait is
-// a poll (MPI_Test) that process_group.cpp bounds by the group's timeout.
+// a poll (MPI_Test) that process_group.cpp bounds by the group's timeout. A second duplicate
+// carries the short notes with which a rank whose wait timed out asks its peers where they are
+// (ask_peers / answer_peers), so the timeout message can name the rank that is gone.
 // Compiled to stubs that throw when CMake did not find MPI (GRADLAB_HAVE_MPI undefined).
 
+#include <algorithm>
+#include <array>
 #include <cstdio>
+#include <cstring>
+#include <deque>
 #include <string>
+#include <thread>
 
 #include "gradlab/core/tensor_impl.hpp"
 #include "gradlab/distributed/backend.hpp"
@@ -73,6 +80,8 @@ class MpiBackend final : public Backend {
     }
     check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "init_process_group");
     MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+    check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &notes_), "init_process_group");
+    MPI_Comm_set_errhandler(notes_, MPI_ERRORS_RETURN);
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
   }
@@ -129,6 +138,35 @@ class MpiBackend final : public Backend {
     check_mpi(blocking ? MPI_Barrier(comm_) : MPI_Ibarrier(comm_, &w->request), "barrier");
     return w;
   }
+  std::vector<std::optional<std::string>> ask_peers(const std::string& what,
+                                                    std::chrono::milliseconds grace) override {
+    std::vector<std::optional<std::string>> heard(static_cast<size_t>(size_));
+    heard[static_cast<size_t>(rank_)] = what;
+    for (int r = 0; r < size_; ++r)
+      if (r != rank_) send_note(r, kAsk, "timed out in " + what);
+    // A peer that times out too sends its own ask; one still waiting answers ours. Either proves
+    // it is alive and says where it is.
+    int missing = size_ - 1;
+    const auto deadline = std::chrono::steady_clock::now() + grace;
+    while (missing > 0 && std::chrono::steady_clock::now() < deadline) {
+      int from = 0, tag = 0;
+      std::string text;
+      if (!take_note(from, tag, text)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        continue;
+      }
+      auto& h = heard[static_cast<size_t>(from)];
+      if (!h) --missing;
+      h = text;
+    }
+    return heard;
+  }
+  void answer_peers(const std::string& what) override {
+    int from = 0, tag = 0;
+    std::string text;
+    while (take_note(from, tag, text))
+      if (tag == kAsk) send_note(from, kAnswer, "is waiting in " + what);
+  }
   void abort_job() override {
     MPI_Abort(MPI_COMM_WORLD, 1);
     std::abort();
@@ -142,7 +180,33 @@ class MpiBackend final : public Backend {
     w->keep_alive[1] = b;
     return w;
   }
+  // Notes: fixed-size NUL-padded text. NOTE: a deque keeps each note's address while MPI sends
+  // it (the request is freed, so nobody waits for it: the peer may be gone); only timeouts write
+  // notes, so they are few.
+  static constexpr int kAsk = 1, kAnswer = 2, kNoteBytes = 192;
+  using Note = std::array<char, kNoteBytes>;
+  void send_note(int to, int tag, const std::string& text) {
+    Note& n = outbox_.emplace_back();
+    n.fill('\0');
+    std::memcpy(n.data(), text.data(), std::min<size_t>(text.size(), kNoteBytes - 1));
+    MPI_Request r = MPI_REQUEST_NULL;
+    if (MPI_Isend(n.data(), kNoteBytes, MPI_CHAR, to, tag, notes_, &r) == MPI_SUCCESS) MPI_Request_free(&r);
+  }
+  bool take_note(int& from, int& tag, std::string& text) {
+    int flag = 0;
+    MPI_Status st;
+    if (MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, notes_, &flag, &st) != MPI_SUCCESS || !flag) return false;
+    Note n{};
+    if (MPI_Recv(n.data(), kNoteBytes, MPI_CHAR, st.MPI_SOURCE, st.MPI_TAG, notes_, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+      return false;
+    from = st.MPI_SOURCE;
+    tag = st.MPI_TAG;
+    text.assign(n.data(), strnlen(n.data(), kNoteBytes));
+    return true;
+  }
   MPI_Comm comm_ = MPI_COMM_NULL;
+  MPI_Comm notes_ = MPI_COMM_NULL;
+  std::deque<Note> outbox_;
   int rank_ = 0, size_ = 1;
 };
 

@@ -23,12 +23,39 @@ namespace gradlab::distributed {
 
 namespace {
 
-std::string timeout_message(const std::string& what, std::chrono::milliseconds timeout) {
-  char secs[32];
-  std::snprintf(secs, sizeof secs, "%g", static_cast<double>(timeout.count()) / 1000.0);
-  return what + " did not complete within " + secs +
-         " s: another rank failed, hangs, or called a different collective; aborting the job so "
-         "that no rank waits forever";
+std::string seconds(std::chrono::milliseconds t) {
+  char s[32];
+  std::snprintf(s, sizeof s, "%g", static_cast<double>(t.count()) / 1000.0);
+  return s;
+}
+
+// `peers`: what Backend::ask_peers heard, entry `self` being this rank (empty: nobody was asked).
+std::string timeout_message(const std::string& what, std::chrono::milliseconds timeout,
+                            const std::vector<std::optional<std::string>>& peers = {}, size_t self = 0,
+                            std::chrono::milliseconds grace = {}) {
+  std::string why = "another rank failed, hangs, or called a different collective";
+  if (!peers.empty()) {
+    std::string silent, same, elsewhere;
+    for (size_t r = 0; r < peers.size(); ++r) {
+      if (r == self) continue;
+      const auto& p = peers[r];
+      const std::string name = std::to_string(r);
+      if (!p) {
+        silent += (silent.empty() ? "" : ", ") + name;
+        continue;
+      }
+      const size_t in = p->find(" in ");
+      if (in != std::string::npos && p->substr(in + 4) == what) same += (same.empty() ? "" : ", ") + name;
+      else elsewhere += "; rank " + name + " " + *p;
+    }
+    why = silent.empty() ? "every peer answered" : "no answer from rank " + silent + " within " +
+                                                      seconds(grace) + " s (gone, hung, unreachable, "
+                                                      "or inside a blocking collective)";
+    if (!same.empty()) why += "; rank " + same + " waits in the same collective";
+    why += elsewhere;
+  }
+  return what + " did not complete within " + seconds(timeout) + " s: " + why +
+         "; aborting the job so that no rank waits forever";
 }
 
 // Bounds the blocking collectives (which cannot be polled): a thread that ends the job when one
@@ -143,15 +170,31 @@ void check_src(detail::Backend& b, const char* op, int src) {
 
 void bump(const Tensor& t) { t.impl()->storage->bump_version(Site::current()); }
 
-// Polls until done or the deadline; then the job goes down with a message naming the collective.
+// Polls until done or the deadline; then asks the peers where they are (for a quarter of the
+// timeout, at most 2 s) and the job goes down with a message naming the collective and the
+// peers that did not answer. While it polls, it answers peers that ask.
 void wait_bounded(detail::WorkImpl& w) {
   if (w.completed) return;
-  const auto timeout = group().timeout;
+  Group& g = group();
+  const auto timeout = g.timeout;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   unsigned spins = 0;
   while (!w.test()) {
-    if (std::chrono::steady_clock::now() > deadline) abort_job(timeout_message(w.what, timeout));
-    if (++spins % 64 == 0) std::this_thread::yield();
+    if (std::chrono::steady_clock::now() > deadline) {
+      const auto grace = std::clamp<std::chrono::milliseconds>(timeout / 4, std::chrono::milliseconds(1),
+                                                               std::chrono::seconds(2));
+      std::vector<std::optional<std::string>> peers;
+      size_t self = 0;
+      if (g.backend) {
+        peers = g.backend->ask_peers(w.what, grace);
+        self = static_cast<size_t>(g.backend->rank());
+      }
+      abort_job(timeout_message(w.what, timeout, peers, self, grace));
+    }
+    if (++spins % 64 == 0) {
+      if (g.backend) g.backend->answer_peers(w.what);
+      std::this_thread::yield();
+    }
   }
   w.completed = true;
   if (w.on_complete) w.on_complete();

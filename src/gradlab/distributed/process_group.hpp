@@ -12,7 +12,11 @@
 // Failure: every wait is bounded by the group's timeout. A rank whose collective does not
 // complete in time (another rank died, hangs, or called a different collective) prints why and
 // ends the whole job (MPI_Abort), and so does an exception that escapes main on any rank (the
-// group installs a std::terminate handler): no rank is left hanging.
+// group installs a std::terminate handler): no rank is left hanging. A polled wait (Work::wait,
+// which DDP's buckets use) that times out first asks every peer where it is, for a quarter of
+// the timeout (at most 2 s), and names the ranks that did not answer ("no answer from rank 2, 3":
+// gone, hung, unreachable, or inside a blocking collective); the blocking collectives' watchdog
+// names the collective only.
 // Ranks calling different collectives (op, size, dtype) is undefined behaviour in MPI; with
 // GRADLAB_DISTRIBUTED_DEBUG=DETAIL every collective first compares the calls across ranks and
 // throws a DistributedError naming both.
