@@ -117,8 +117,9 @@ t0=$(now)
 touch "$work/pause/go"
 echo "hostb's link is down, in the middle of epoch 2 (before step 1)"
 
-# 3. The survivors (the ranks on hosta) must end by themselves within the timeout (plus the
-#    quarter-timeout grace in which they ask their peers, and slack for a loaded machine).
+# 3. The survivors (the ranks on hosta) must end by themselves at their timeout (they ask their
+#    peers in its last quarter), not before; the limit adds slack for MPI_Abort on a loaded
+#    machine.
 survivors() {
   local p
   for p in $(ip netns pids "$ns_a" 2>/dev/null); do

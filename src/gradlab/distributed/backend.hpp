@@ -51,19 +51,19 @@ class Backend {
   virtual std::unique_ptr<WorkImpl> reduce_scatter(const Tensor& flat_in, const Tensor& output,
                                                    ReduceOp op, bool blocking) = 0;
   virtual std::unique_ptr<WorkImpl> barrier(bool blocking) = 0;
-  /// After a polled wait timed out: tells every peer "timed out in <what>" and listens for up to
-  /// `grace`. Returns one entry per rank: what that rank said ("is waiting in <what>" or "timed
-  /// out in <what>"), nullopt for a peer that did not answer; this rank's own entry is `what`. An
-  /// empty result means the backend cannot ask (the timeout message then names no peer).
-  virtual std::vector<std::optional<std::string>> ask_peers(const std::string& what,
-                                                            std::chrono::milliseconds grace) {
+  /// A polled wait in `what` that is about to time out tells every peer "timed out in <what>".
+  /// Returns false when this backend cannot ask (the timeout message then names no peer).
+  virtual bool ask_peers(const std::string& what) {
     (void)what;
-    (void)grace;
-    return {};
+    return false;
   }
-  /// Answers the peers' ask_peers while this rank waits in `what` (called from the polled wait
-  /// loop; one cheap probe when nobody asks).
-  virtual void answer_peers(const std::string& what) { (void)what; }
+  /// Handles the notes that arrived, called from the polled wait loop (one cheap probe when none
+  /// did): a peer's ask is answered with "is waiting in <what>", and what each peer said ("is
+  /// waiting in ..." or "timed out in ...") goes to `heard[rank]` when `heard` is not empty.
+  virtual void take_notes(const std::string& what, std::vector<std::optional<std::string>>& heard) {
+    (void)what;
+    (void)heard;
+  }
   /// Ends every process of the job; `message` is already printed.
   [[noreturn]] virtual void abort_job() = 0;
 };

@@ -138,34 +138,20 @@ class MpiBackend final : public Backend {
     check_mpi(blocking ? MPI_Barrier(comm_) : MPI_Ibarrier(comm_, &w->request), "barrier");
     return w;
   }
-  std::vector<std::optional<std::string>> ask_peers(const std::string& what,
-                                                    std::chrono::milliseconds grace) override {
-    std::vector<std::optional<std::string>> heard(static_cast<size_t>(size_));
-    heard[static_cast<size_t>(rank_)] = what;
+  bool ask_peers(const std::string& what) override {
     for (int r = 0; r < size_; ++r)
       if (r != rank_) send_note(r, kAsk, "timed out in " + what);
-    // A peer that times out too sends its own ask; one still waiting answers ours. Either proves
-    // it is alive and says where it is.
-    int missing = size_ - 1;
-    const auto deadline = std::chrono::steady_clock::now() + grace;
-    while (missing > 0 && std::chrono::steady_clock::now() < deadline) {
-      int from = 0, tag = 0;
-      std::string text;
-      if (!take_note(from, tag, text)) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        continue;
-      }
-      auto& h = heard[static_cast<size_t>(from)];
-      if (!h) --missing;
-      h = text;
-    }
-    return heard;
+    return true;
   }
-  void answer_peers(const std::string& what) override {
+  // A peer that times out too sends its own ask; one still waiting answers ours. Either proves it
+  // is alive and says where it is.
+  void take_notes(const std::string& what, std::vector<std::optional<std::string>>& heard) override {
     int from = 0, tag = 0;
     std::string text;
-    while (take_note(from, tag, text))
+    while (take_note(from, tag, text)) {
       if (tag == kAsk) send_note(from, kAnswer, "is waiting in " + what);
+      if (!heard.empty()) heard[static_cast<size_t>(from)] = text;
+    }
   }
   void abort_job() override {
     MPI_Abort(MPI_COMM_WORLD, 1);

@@ -170,29 +170,32 @@ void check_src(detail::Backend& b, const char* op, int src) {
 
 void bump(const Tensor& t) { t.impl()->storage->bump_version(Site::current()); }
 
-// Polls until done or the deadline; then asks the peers where they are (for a quarter of the
-// timeout, at most 2 s) and the job goes down with a message naming the collective and the
-// peers that did not answer. While it polls, it answers peers that ask.
+// Polls until done or the deadline, answering peers that ask where this rank is. A quarter of
+// the timeout (at most 2 s) before the deadline it asks the peers itself and keeps polling; at the
+// deadline the job goes down with a message naming the collective and the peers that did not
+// answer. So the rank ends at its timeout, and a collective that completes late still completes.
 void wait_bounded(detail::WorkImpl& w) {
   if (w.completed) return;
   Group& g = group();
   const auto timeout = g.timeout;
+  const auto grace = std::clamp<std::chrono::milliseconds>(timeout / 4, std::chrono::milliseconds(1),
+                                                           std::chrono::seconds(2));
   const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::vector<std::optional<std::string>> heard;  // empty until asked; then one entry per rank
+  const size_t self = g.backend ? static_cast<size_t>(g.backend->rank()) : 0;
   unsigned spins = 0;
   while (!w.test()) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      const auto grace = std::clamp<std::chrono::milliseconds>(timeout / 4, std::chrono::milliseconds(1),
-                                                               std::chrono::seconds(2));
-      std::vector<std::optional<std::string>> peers;
-      size_t self = 0;
-      if (g.backend) {
-        peers = g.backend->ask_peers(w.what, grace);
-        self = static_cast<size_t>(g.backend->rank());
-      }
-      abort_job(timeout_message(w.what, timeout, peers, self, grace));
+    const auto now = std::chrono::steady_clock::now();
+    if (heard.empty() && g.backend && now >= deadline - grace && g.backend->ask_peers(w.what)) {
+      heard.assign(static_cast<size_t>(g.backend->world_size()), std::nullopt);
+      heard[self] = w.what;
+    }
+    if (now > deadline) {
+      if (g.backend) g.backend->take_notes(w.what, heard);
+      abort_job(timeout_message(w.what, timeout, heard, self, grace));
     }
     if (++spins % 64 == 0) {
-      if (g.backend) g.backend->answer_peers(w.what);
+      if (g.backend) g.backend->take_notes(w.what, heard);
       std::this_thread::yield();
     }
   }

@@ -13,8 +13,8 @@
 // complete in time (another rank died, hangs, or called a different collective) prints why and
 // ends the whole job (MPI_Abort), and so does an exception that escapes main on any rank (the
 // group installs a std::terminate handler): no rank is left hanging. A polled wait (Work::wait,
-// which DDP's buckets use) that times out first asks every peer where it is, for a quarter of
-// the timeout (at most 2 s), and names the ranks that did not answer ("no answer from rank 2, 3":
+// which DDP's buckets use) asks every peer where it is in the last quarter of its timeout (at
+// most 2 s), and at the timeout names the ranks that did not answer ("no answer from rank 2, 3":
 // gone, hung, unreachable, or inside a blocking collective); the blocking collectives' watchdog
 // names the collective only.
 // Ranks calling different collectives (op, size, dtype) is undefined behaviour in MPI; with
