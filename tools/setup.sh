@@ -18,6 +18,8 @@ packages=(
   zlib1g-dev clang-14 libclang-rt-14-dev
   python3-venv python3-matplotlib
   libopenmpi-dev openmpi-bin
+  # the two-host tests (ctest -L netns): network namespaces and a veth pair
+  iproute2
   # notebooks: the kernel xgradlab (xeus + clang 19's Interpreter, whose headers include LLVM's:
   # llvm-19-dev), clang++-19 for the C++17 header test, nbclient / jupyter_client to run them
   xeus-dev libclang-19-dev libclang-cpp19-dev llvm-19-dev clang-19
