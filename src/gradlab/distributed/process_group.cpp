@@ -29,7 +29,8 @@ std::string seconds(std::chrono::milliseconds t) {
   return s;
 }
 
-// `peers`: what Backend::ask_peers heard, entry `self` being this rank (empty: nobody was asked).
+// `peers`: what Backend::take_notes heard after ask_peers, entry `self` being this rank (empty:
+// nobody was asked).
 std::string timeout_message(const std::string& what, std::chrono::milliseconds timeout,
                             const std::vector<std::optional<std::string>>& peers = {}, size_t self = 0,
                             std::chrono::milliseconds grace = {}) {
