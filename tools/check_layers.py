@@ -21,6 +21,10 @@ Rejected, each printed as `file:line: ...` (exit 1 when there is one):
   - a folder without a rank (a new folder gets one here and in docs/layers.md);
   - a compiler-internal header (<cxxabi.h>, <bits/...>, <ext/...>) included by a header: every
     .hpp is installed, so its includes are public; such includes belong in a .cpp;
+  - a machinery header reached from the umbrella gradlab.hpp, the LibTorch-like API: the op
+    structs' recording and traits (ops/op.hpp, ops/op_traits.hpp, ops/common.hpp, ops/internal/),
+    the tracer's hook (ops/trace_hook.hpp), the kernels (backend/) and the test machinery
+    (testing/, whose umbrella is testing.hpp);
   - a cycle: between folders (which the two rules above already exclude, reported as such so
     the message names the loop), or between files (a.hpp -> b.hpp -> a.hpp, also inside a folder).
 
@@ -43,6 +47,9 @@ RANKS = [
 RANK = {folder: r for r, folders in enumerate(RANKS) for folder in folders}
 TOP = len(RANKS)  # the umbrella headers directly in src/gradlab/
 SOURCES = {".hpp", ".cpp", ".cuh", ".cu"}
+
+# Headers gradlab.hpp must not reach, even through other headers (see the docstring).
+MACHINERY = re.compile(r"^(ops/(op|op_traits|common|trace_hook)\.hpp|ops/internal/.*|backend/.*|testing/.*)$")
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+["<]gradlab/([^">]+)[">]')
 COMPILER_INTERNAL = re.compile(r'^\s*#\s*include\s+<(cxxabi\.h|bits/[^>]*|ext/[^>]*)>')
@@ -208,10 +215,30 @@ def main():
         loop = loop_in(comp, ggraph)
         bad.append(f"cycle: {' -> '.join(loop)} (an include cycle between files)")
 
+    # The umbrella header reaches no machinery header (breadth first: the shortest include path).
+    if "gradlab.hpp" in files:
+        parent = {"gradlab.hpp": None}
+        queue = ["gradlab.hpp"]
+        while queue:
+            f = queue.pop(0)
+            for t in sorted(ggraph.get(f, ())):
+                if t not in parent:
+                    parent[t] = f
+                    queue.append(t)
+        for f in sorted(parent):
+            if MACHINERY.match(f):
+                path, x = [], f
+                while x is not None:
+                    path.append(x)
+                    x = parent[x]
+                bad.append(f"{root / 'gradlab.hpp'}: the umbrella header reaches the machinery header "
+                           f"{f} ({' -> '.join(reversed(path))}); hint: move what the public header "
+                           "needs into a header of its own, or include the machinery in the .cpp")
+
     for b in bad:
         print(b)
     print(f"check_layers: {len(files)} files, {len(RANK)} ranked folders, {len(bad)} problems "
-          "(upward, sideways, unranked, cyclic or compiler-internal)")
+          "(upward, sideways, unranked, cyclic, compiler-internal or machinery in gradlab.hpp)")
     return 1 if bad else 0
 
 

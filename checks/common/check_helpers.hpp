@@ -17,6 +17,7 @@
 #include <gradlab/core/factories.hpp>
 #include <gradlab/core/generator.hpp>
 #include <gradlab/core/tensor.hpp>
+#include <gradlab/nn/functional.hpp>
 #include <gradlab/ops/ops.hpp>
 
 namespace gradlab::checks {

@@ -23,6 +23,7 @@
 #include "cuda_env.hpp"
 #include "gradlab/core/cuda.hpp"
 #include "gradlab/backend/cuda/tiled_matmul.hpp"
+#include "gradlab/nn/functional.hpp"
 #include "gradlab/ops/nn_ops.hpp"
 #include "gradlab/optim/adam.hpp"
 #include "gradlab/optim/sgd.hpp"

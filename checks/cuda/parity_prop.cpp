@@ -368,8 +368,8 @@ const std::vector<LargeCase>& large_cases() {
          Tensor x = d.values({d.integer(1, 4), d.integer(257, 2048)}, Domain::any(-8, 8));
          return large("log_softmax", {x}, OpParams().set("dim", -1));
        }},
-      {"cross_entropy_fused", [](Draw& d) { return class_case(d, "cross_entropy_fused"); }},
-      {"cross_entropy", [](Draw& d) { return class_case(d, "cross_entropy"); }},
+      {"cross_entropy_loss_fused", [](Draw& d) { return class_case(d, "cross_entropy_loss_fused"); }},
+      {"cross_entropy_loss", [](Draw& d) { return class_case(d, "cross_entropy_loss"); }},
       {"nll_loss", [](Draw& d) { return class_case(d, "nll_loss"); }},
       {"conv2d",
        [](Draw& d) {

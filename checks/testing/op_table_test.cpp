@@ -101,10 +101,11 @@ std::string read(const std::filesystem::path& p) {
   return ss.str();
 }
 
-// The headers that declare public ops: every ops/*.hpp but the internal ones, and Tensor's methods.
+// The headers that declare public ops: every ops/*.hpp but the internal ones, Tensor's methods,
+// and nn::functional (whose functions forward to the ops of LibTorch's top-level names).
 std::vector<std::filesystem::path> op_headers() {
   const auto root = source_dir() / "src" / "gradlab";
-  std::vector<std::filesystem::path> r{root / "core" / "tensor.hpp"};
+  std::vector<std::filesystem::path> r{root / "core" / "tensor.hpp", root / "nn" / "functional.hpp"};
   for (const auto& e : std::filesystem::directory_iterator(root / "ops")) {
     const auto name = e.path().filename().string();
     if (e.path().extension() == ".hpp" && name != "op.hpp" && name != "common.hpp")

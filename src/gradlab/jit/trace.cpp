@@ -14,6 +14,7 @@
 #include "gradlab/core/generator.hpp"
 #include "gradlab/core/host_read.hpp"
 #include "gradlab/ops/ops.hpp"
+#include "gradlab/ops/trace_hook.hpp"
 
 namespace gradlab::jit {
 

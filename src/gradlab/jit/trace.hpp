@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "gradlab/core/tensor.hpp"
-#include "gradlab/ops/trace_hook.hpp"
+#include "gradlab/ops/trace_types.hpp"
 
 namespace gradlab::jit {
 

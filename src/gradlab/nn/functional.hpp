@@ -5,11 +5,84 @@
 //
 //   namespace F = gradlab::nn::functional;
 //   Tensor loss = F::cross_entropy(logits, target,
-//   F::CrossEntropyFuncOptions().label_smoothing(0.1));
+//                                  F::CrossEntropyFuncOptions().label_smoothing(0.1));
 //
-// NOTE: the declarations themselves stay in ops/ops.hpp and ops/nn_ops.hpp for now: the op table
-// (testing/, the same rank as nn/) tests them there, and the fused cross-entropy op struct uses
-// their Reduction (docs: README "Layers point one way").
+// Each function forwards to the op of LibTorch's top-level name (ops/ops.hpp, ops/nn_ops.hpp:
+// cross_entropy -> gradlab::cross_entropy_loss, mse_loss -> gradlab::mse_loss with the int64
+// reduction), as LibTorch's functional layer does; the op table tests those ops.
 
+#include <cstdint>
+
+#include "gradlab/core/tensor.hpp"
 #include "gradlab/ops/nn_ops.hpp"
 #include "gradlab/ops/ops.hpp"
+#include "gradlab/ops/reduction.hpp"
+
+namespace gradlab::nn::functional {
+
+/// Options of cross_entropy (LibTorch's CrossEntropyFuncOptions).
+struct CrossEntropyFuncOptions {
+  Reduction reduction_ = kMean;
+  int64_t ignore_index_ = -100;
+  double label_smoothing_ = 0.0;
+  CrossEntropyFuncOptions& reduction(Reduction r) { reduction_ = r; return *this; }
+  CrossEntropyFuncOptions& ignore_index(int64_t i) { ignore_index_ = i; return *this; }
+  CrossEntropyFuncOptions& label_smoothing(double s) { label_smoothing_ = s; return *this; }
+};
+/// Options of nll_loss (LibTorch's NLLLossFuncOptions).
+struct NLLLossFuncOptions {
+  Reduction reduction_ = kMean;
+  int64_t ignore_index_ = -100;
+  NLLLossFuncOptions& reduction(Reduction r) { reduction_ = r; return *this; }
+  NLLLossFuncOptions& ignore_index(int64_t i) { ignore_index_ = i; return *this; }
+};
+/// Options of softplus (LibTorch's SoftplusFuncOptions).
+struct SoftplusFuncOptions {
+  double beta_ = 1.0;
+  double threshold_ = 20.0;
+  SoftplusFuncOptions& beta(double b) { beta_ = b; return *this; }
+  SoftplusFuncOptions& threshold(double t) { threshold_ = t; return *this; }
+};
+
+// ---- losses ------------------------------------------------------------------------------------
+/// Logits [N, C] (or [C]) and class indices [N] (int64) -> loss; label smoothing mixes the
+/// one-hot target with the uniform distribution; targets equal to ignore_index are skipped.
+Tensor cross_entropy(const Tensor& input, const Tensor& target,
+                     const CrossEntropyFuncOptions& options = {}, Site site = {});
+/// Log-probabilities [N, C] and class indices [N] -> -mean(logp[i, target[i]]).
+Tensor nll_loss(const Tensor& log_probs, const Tensor& target,
+                const NLLLossFuncOptions& options = {}, Site site = {});
+Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = kMean,
+                Site site = {});
+Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = kMean,
+               Site site = {});
+/// Stable: max(x, 0) - x*y + log(1 + exp(-|x|)).
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
+                                        Reduction reduction = kMean, Site site = {});
+/// 0.5 d² / beta where |d| < beta, else |d| - 0.5 beta (d = input - target).
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = kMean,
+                      double beta = 1.0, Site site = {});
+
+// ---- the same signature as the top-level op: the op itself ------------------------------------
+using gradlab::batch_norm;
+using gradlab::conv2d;
+using gradlab::dropout;
+using gradlab::fold;
+using gradlab::gelu;
+using gradlab::layer_norm;
+using gradlab::leaky_relu;
+using gradlab::linear;
+using gradlab::log_softmax;
+using gradlab::max_pool2d;
+using gradlab::relu;
+using gradlab::sigmoid;
+using gradlab::softmax;
+using gradlab::tanh;
+using gradlab::unfold;
+
+// ---- a signature of their own ------------------------------------------------------------------
+Tensor softplus(const Tensor& x, const SoftplusFuncOptions& options = {}, Site site = {});
+/// Rows of weight [V, D] picked by int64 indices (LibTorch's argument order: indices first).
+Tensor embedding(const Tensor& indices, const Tensor& weight, Site site = {});
+
+}  // namespace gradlab::nn::functional

@@ -1,10 +1,10 @@
 #pragma once
 // Loss modules, as torch::nn::CrossEntropyLoss & co. Each forwards to the function of the same
-// name in nn::functional (ops/ops.hpp) with its options.
+// name in nn::functional (nn/functional.hpp) with its options.
 
 #include "gradlab/nn/arg.hpp"
 #include "gradlab/nn/module.hpp"
-#include "gradlab/ops/ops.hpp"
+#include "gradlab/nn/functional.hpp"
 
 namespace gradlab {
 /// Loss reductions at namespace level, as torch::kMean.

@@ -6,6 +6,7 @@
 #include "gradlab/nn/diagnostics.hpp"
 #include "gradlab/nn/dropout.hpp"
 #include "gradlab/nn/embedding.hpp"
+#include "gradlab/nn/functional.hpp"
 #include "gradlab/nn/init.hpp"
 #include "gradlab/nn/linear.hpp"
 #include "gradlab/nn/loss.hpp"

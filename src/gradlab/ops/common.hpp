@@ -53,6 +53,9 @@ Tensor autocast_lower(const Tensor& x, const Site& site);
 /// autocast's float32 list (softmax, log_softmax, losses, norms, exp/log, reductions): a
 /// float16/bfloat16 x widened to float32 when autocast is on for its device; else x.
 Tensor autocast_float32(const Tensor& x, const Site& site);
+/// LibTorch's int64 reduction (0 none, 1 mean, 2 sum) as the enum; throws ValueError naming `op`
+/// for any other number.
+nn::functional::Reduction to_reduction(const char* op, int64_t reduction);
 /// The dtype float math runs in: x's if floating, else float32 (int64 -> float32, as PyTorch).
 ScalarType float_dtype(const Tensor& x);
 /// Promotes and broadcasts a and b for an elementwise op (casts and expands recorded as ops).

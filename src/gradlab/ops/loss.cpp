@@ -28,9 +28,9 @@ Tensor log_softmax(const Tensor& x, int64_t dim, Site site) {
   return sub(xf, logsumexp(xf, {d}, /*keepdim=*/true, site), site);
 }
 
-namespace nn::functional {
-
 namespace {
+
+using nn::functional::Reduction;
 
 Tensor reduce(const Tensor& loss, Reduction r, const Site& site) {
   switch (r) {
@@ -49,6 +49,18 @@ void check_same_shape(const char* op, const Tensor& input, const Tensor& target)
       op, "input and target shapes differ", shape_str(input.sizes()), shape_str(target.sizes()),
       "broadcasting them (as PyTorch does, with a warning) would compare every input with every "
       "target; reshape one side, e.g. output.squeeze(-1) or target.unsqueeze(-1)"));
+}
+
+void check_no_weight(const char* op, const char* arg, const Tensor& w) {
+  GRADLAB_CHECK(!w.defined(), ValueError, op, std::string(arg) + " is not supported by gradlab",
+                "an undefined Tensor()", w.describe(),
+                "multiply the unreduced loss (reduction 0) by the weights yourself");
+}
+
+void check_smoothing(const char* op, double label_smoothing) {
+  GRADLAB_CHECK(label_smoothing >= 0 && label_smoothing <= 1, ValueError, op,
+                "label_smoothing must be in [0, 1]", "0 <= label_smoothing <= 1",
+                std::to_string(label_smoothing));
 }
 
 // Shared by nll_loss and cross_entropy: log-probabilities [N, C], targets [N].
@@ -85,49 +97,79 @@ Tensor nll_core(const char* op, const Tensor& logp, const Tensor& target, int64_
 
 }  // namespace
 
-Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntropyFuncOptions& o, Site site) {
-  check_defined("cross_entropy", input);
-  check_defined("cross_entropy", target, "target");
-  GRADLAB_CHECK(o.label_smoothing_ >= 0 && o.label_smoothing_ <= 1, ValueError, "cross_entropy",
-                "label_smoothing must be in [0, 1]", "0 <= label_smoothing <= 1", std::to_string(o.label_smoothing_));
-  if (input.dim() == 1 && target.dim() == 0) {
-    Tensor l = cross_entropy(input.unsqueeze(0), target.unsqueeze(0), o, site);
-    return o.reduction_ == kNone ? l.squeeze(0) : l;
+namespace ops_detail {
+Reduction to_reduction(const char* op, int64_t r) {
+  GRADLAB_CHECK(r >= 0 && r <= 2, ValueError, op, "unknown reduction",
+                "0 (none), 1 (mean) or 2 (sum), as at::Reduction", std::to_string(r),
+                "nn::functional's losses take kNone / kMean / kSum");
+  return static_cast<Reduction>(r);
+}
+}  // namespace ops_detail
+
+Tensor cross_entropy_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
+                          int64_t reduction, int64_t ignore_index, double label_smoothing,
+                          Site site) {
+  const char* op = "cross_entropy";
+  check_defined(op, input);
+  check_defined(op, target, "target");
+  check_no_weight(op, "weight", weight);
+  check_smoothing(op, label_smoothing);
+  const Reduction r = to_reduction(op, reduction);
+  if (input.dim() == 1 && target.dim() == 0) {  // one sample: [C] logits and a 0-d class
+    Tensor l = cross_entropy_loss(input.unsqueeze(0), target.unsqueeze(0), weight, reduction,
+                                  ignore_index, label_smoothing, site);
+    return r == Reduction::None ? l.squeeze(0) : l;
   }
-  GRADLAB_CHECK(input.dim() == 2, ShapeError, "cross_entropy", "input must be logits [N, C]", "a 2-D input",
+  GRADLAB_CHECK(input.dim() == 2, ShapeError, op, "input must be logits [N, C]", "a 2-D input",
                 shape_str(input.sizes()), "flatten extra dims first, e.g. logits.reshape({-1, C})");
-  return cross_entropy_fused(autocast_float32(input, site), target, o, site);  // one node; the oracle is below
+  // One node; its oracle is cross_entropy_loss_reference, below.
+  return cross_entropy_loss_fused(autocast_float32(input, site), target, reduction, ignore_index,
+                                  label_smoothing, site);
 }
 
-Tensor cross_entropy_reference(const Tensor& input, const Tensor& target,
-                               const CrossEntropyFuncOptions& o, Site site) {
-  check_defined("cross_entropy", input);
-  GRADLAB_CHECK(input.dim() == 2, ShapeError, "cross_entropy", "input must be logits [N, C]", "a 2-D input",
+Tensor cross_entropy_loss_reference(const Tensor& input, const Tensor& target, int64_t reduction,
+                                    int64_t ignore_index, double label_smoothing, Site site) {
+  const char* op = "cross_entropy";
+  check_defined(op, input);
+  check_smoothing(op, label_smoothing);
+  GRADLAB_CHECK(input.dim() == 2, ShapeError, op, "input must be logits [N, C]", "a 2-D input",
                 shape_str(input.sizes()), "flatten extra dims first, e.g. logits.reshape({-1, C})");
-  return nll_core("cross_entropy", gradlab::log_softmax(input, 1, site), target, o.ignore_index_, o.label_smoothing_,
-                  o.reduction_, site);
+  return nll_core(op, gradlab::log_softmax(input, 1, site), target, ignore_index, label_smoothing,
+                  to_reduction(op, reduction), site);
 }
 
-Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const NLLLossFuncOptions& o, Site site) {
-  check_defined("nll_loss", log_probs);
-  return nll_core("nll_loss", autocast_float32(log_probs, site), target, o.ignore_index_, 0.0, o.reduction_, site);
+Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& weight,
+                int64_t reduction, int64_t ignore_index, Site site) {
+  const char* op = "nll_loss";
+  check_defined(op, log_probs);
+  check_no_weight(op, "weight", weight);
+  return nll_core(op, autocast_float32(log_probs, site), target, ignore_index, 0.0,
+                  to_reduction(op, reduction), site);
 }
 
-Tensor mse_loss(const Tensor& input_in, const Tensor& target_in, Reduction r, Site site) {
+Tensor mse_loss(const Tensor& input_in, const Tensor& target_in, int64_t reduction, Site site) {
   check_same_shape("mse_loss", input_in, target_in);
+  const Reduction r = to_reduction("mse_loss", reduction);
   const Tensor input = autocast_float32(input_in, site), target = autocast_float32(target_in, site);
   Tensor d = sub(input, target, site);
   return reduce(mul(d, d, site), r, site);
 }
 
-Tensor l1_loss(const Tensor& input_in, const Tensor& target_in, Reduction r, Site site) {
+Tensor l1_loss(const Tensor& input_in, const Tensor& target_in, int64_t reduction, Site site) {
   check_same_shape("l1_loss", input_in, target_in);
+  const Reduction r = to_reduction("l1_loss", reduction);
   const Tensor input = autocast_float32(input_in, site), target = autocast_float32(target_in, site);
   return reduce(abs(sub(input, target, site), site), r, site);
 }
 
-Tensor binary_cross_entropy_with_logits(const Tensor& input_in, const Tensor& target_in, Reduction r, Site site) {
-  check_same_shape("binary_cross_entropy_with_logits", input_in, target_in);
+Tensor binary_cross_entropy_with_logits(const Tensor& input_in, const Tensor& target_in,
+                                        const Tensor& weight, const Tensor& pos_weight,
+                                        int64_t reduction, Site site) {
+  const char* op = "binary_cross_entropy_with_logits";
+  check_no_weight(op, "weight", weight);
+  check_no_weight(op, "pos_weight", pos_weight);
+  check_same_shape(op, input_in, target_in);
+  const Reduction r = to_reduction(op, reduction);
   const Tensor input = autocast_float32(input_in, site), target = autocast_float32(target_in, site);
   Tensor y = target.to(input.dtype());
   // max(x, 0) - x y + log(1 + exp(-|x|)): never exponentiates a large positive number.
@@ -138,18 +180,11 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input_in, const Tensor& ta
   return reduce(loss, r, site);
 }
 
-Tensor softmax(const Tensor& x, int64_t dim, Site site) { return gradlab::softmax(x, dim, site); }
-Tensor log_softmax(const Tensor& x, int64_t dim, Site site) { return gradlab::log_softmax(x, dim, site); }
-Tensor relu(const Tensor& x, Site site) { return gradlab::relu(x, site); }
-Tensor gelu(const Tensor& x, Site site) { return gradlab::gelu(x, site); }
-Tensor leaky_relu(const Tensor& x, double s, Site site) { return gradlab::leaky_relu(x, s, site); }
-Tensor softplus(const Tensor& x, const SoftplusFuncOptions& o, Site site) {
-  return gradlab::softplus(x, o.beta_, o.threshold_, site);
-}
-Tensor embedding(const Tensor& indices, const Tensor& weight, Site site) { return gradlab::embedding(weight, indices, site); }
 // d = input - target;  loss = 0.5 d² / β where |d| < β, else |d| - 0.5 β   (β = 0: |d|)
-Tensor smooth_l1_loss(const Tensor& input_in, const Tensor& target_in, Reduction r, double beta, Site site) {
+Tensor smooth_l1_loss(const Tensor& input_in, const Tensor& target_in, int64_t reduction,
+                      double beta, Site site) {
   check_same_shape("smooth_l1_loss", input_in, target_in);
+  const Reduction r = to_reduction("smooth_l1_loss", reduction);
   GRADLAB_CHECK(beta >= 0, ValueError, "smooth_l1_loss", "beta must be non-negative", ">= 0",
                 std::to_string(beta));
   const Tensor input = autocast_float32(input_in, site), target = autocast_float32(target_in, site);
@@ -157,49 +192,6 @@ Tensor smooth_l1_loss(const Tensor& input_in, const Tensor& target_in, Reduction
   Tensor a = abs(d, site);
   if (beta == 0) return reduce(a, r, site);
   return reduce(where(lt(a, beta), mul(mul(d, d, site), 0.5 / beta, site), sub(a, 0.5 * beta, site), site), r, site);
-}
-
-}  // namespace nn::functional
-
-// ---- top-level aliases (torch::mse_loss, ...): reduction is LibTorch's int64 at::Reduction -----
-
-namespace {
-nn::functional::Reduction to_reduction(const char* op, int64_t r) {
-  GRADLAB_CHECK(r >= 0 && r <= 2, ValueError, op, "unknown reduction",
-                "0 (none), 1 (mean) or 2 (sum), as at::Reduction", std::to_string(r));
-  return r == 0 ? nn::functional::kNone : r == 1 ? nn::functional::kMean : nn::functional::kSum;
-}
-void check_no_weight(const char* op, const char* arg, const Tensor& w) {
-  GRADLAB_CHECK(!w.defined(), ValueError, op, std::string(arg) + " is not supported by gradlab",
-                "an undefined Tensor()", w.describe(),
-                "multiply the unreduced loss (reduction 0) by the weights yourself");
-}
-}  // namespace
-
-Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight, int64_t reduction,
-                int64_t ignore_index, Site site) {
-  check_no_weight("nll_loss", "weight", weight);
-  return nn::functional::nll_loss(input, target,
-                                  nn::functional::NLLLossFuncOptions()
-                                      .reduction(to_reduction("nll_loss", reduction))
-                                      .ignore_index(ignore_index),
-                                  site);
-}
-Tensor mse_loss(const Tensor& input, const Tensor& target, int64_t reduction, Site site) {
-  return nn::functional::mse_loss(input, target, to_reduction("mse_loss", reduction), site);
-}
-Tensor l1_loss(const Tensor& input, const Tensor& target, int64_t reduction, Site site) {
-  return nn::functional::l1_loss(input, target, to_reduction("l1_loss", reduction), site);
-}
-Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, const Tensor& weight,
-                                        const Tensor& pos_weight, int64_t reduction, Site site) {
-  const char* op = "binary_cross_entropy_with_logits";
-  check_no_weight(op, "weight", weight);
-  check_no_weight(op, "pos_weight", pos_weight);
-  return nn::functional::binary_cross_entropy_with_logits(input, target, to_reduction(op, reduction), site);
-}
-Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, int64_t reduction, double beta, Site site) {
-  return nn::functional::smooth_l1_loss(input, target, to_reduction("smooth_l1_loss", reduction), beta, site);
 }
 
 }  // namespace gradlab

@@ -326,11 +326,10 @@ Tensor layer_norm(const Tensor& input_in, const Shape& normalized_shape, const T
   return y;
 }
 
-namespace nn::functional {
-
-Tensor cross_entropy_fused(const Tensor& input, const Tensor& target,
-                           const CrossEntropyFuncOptions& o, Site site) {
+Tensor cross_entropy_loss_fused(const Tensor& input, const Tensor& target, int64_t reduction,
+                                int64_t ignore_index, double label_smoothing, Site site) {
   const char* op = "cross_entropy";
+  const nn::functional::Reduction r = to_reduction(op, reduction);
   check_defined(op, input);
   check_defined(op, target, "target");
   GRADLAB_CHECK(
@@ -347,47 +346,12 @@ Tensor cross_entropy_fused(const Tensor& input, const Tensor& target,
                 "expected input batch_size (" + std::to_string(input.size(0)) +
                     ") to match target batch_size (" + std::to_string(target.size(0)) + ")",
                 std::to_string(input.size(0)) + " targets", std::to_string(target.size(0)));
-  GRADLAB_CHECK(o.label_smoothing_ >= 0 && o.label_smoothing_ <= 1, ValueError, op,
+  GRADLAB_CHECK(label_smoothing >= 0 && label_smoothing <= 1, ValueError, op,
                 "label_smoothing must be in [0, 1]", "0 <= label_smoothing <= 1",
-                std::to_string(o.label_smoothing_));
+                std::to_string(label_smoothing));
   check_same_device(op, input, target);
   return record<CrossEntropyOp>(site, cast_to(input, float_dtype(input), site), target,
-                                o.ignore_index_, o.label_smoothing_, o.reduction_);
+                                ignore_index, label_smoothing, r);
 }
-
-}  // namespace nn::functional
-
-namespace nn::functional {
-Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, Site site) {
-  return gradlab::linear(x, w, b, site);
-}
-Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, IntPair s, IntPair p, IntPair d,
-              Site site) {
-  return gradlab::conv2d(x, w, b, s, p, d, site);
-}
-Tensor max_pool2d(const Tensor& x, IntPair k, std::optional<IntPair> s, IntPair p, IntPair d,
-                  Site site) {
-  return gradlab::max_pool2d(x, k, s, p, d, site);
-}
-Tensor unfold(const Tensor& x, IntPair k, IntPair d, IntPair p, IntPair s, Site site) {
-  return gradlab::unfold(x, k, d, p, s, site);
-}
-Tensor fold(const Tensor& x, IntPair o, IntPair k, IntPair d, IntPair p, IntPair s, Site site) {
-  return gradlab::fold(x, o, k, d, p, s, site);
-}
-Tensor dropout(const Tensor& x, double p, bool training, Generator* g, Site site) {
-  return gradlab::dropout(x, p, training, g, site);
-}
-Tensor batch_norm(const Tensor& x, const Tensor& rm, const Tensor& rv, const Tensor& w,
-                  const Tensor& b, bool training, double momentum, double eps, Site site) {
-  return gradlab::batch_norm(x, rm, rv, w, b, training, momentum, eps, site);
-}
-Tensor layer_norm(const Tensor& x, const Shape& shape, const Tensor& w, const Tensor& b, double eps,
-                  Site site) {
-  return gradlab::layer_norm(x, shape, w, b, eps, site);
-}
-Tensor tanh(const Tensor& x, Site site) { return gradlab::tanh(x, site); }
-Tensor sigmoid(const Tensor& x, Site site) { return gradlab::sigmoid(x, site); }
-}  // namespace nn::functional
 
 }  // namespace gradlab

@@ -1,5 +1,6 @@
 #pragma once
-// Neural-network ops the nn layers are built from, mirroring torch::nn::functional:
+// Neural-network ops the nn layers are built from, as LibTorch's top-level functions (torch::conv2d,
+// ...; nn::functional, in nn/functional.hpp, forwards to them):
 // linear, unfold / fold (im2col and its adjoint), conv2d, max_pool2d, dropout, batch_norm,
 // layer_norm. unfold, fold and max_pool2d are primitives; everything else is composed.
 
@@ -81,30 +82,10 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
 Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tensor& weight = {},
                   const Tensor& bias = {}, double eps = 1e-5, Site site = {});
 
-namespace nn::functional {
-/// cross_entropy on logits [N, C] as one fused node (what cross_entropy runs for 2-D logits);
-/// same options, results and errors as the composite cross_entropy_reference.
-Tensor cross_entropy_fused(const Tensor& input, const Tensor& target,
-                           const CrossEntropyFuncOptions& options = {}, Site site = {});
-Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias = {}, Site site = {});
-Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {},
-              IntPair stride = 1, IntPair padding = 0, IntPair dilation = 1, Site site = {});
-Tensor max_pool2d(const Tensor& input, IntPair kernel_size,
-                  std::optional<IntPair> stride = std::nullopt, IntPair padding = 0,
-                  IntPair dilation = 1, Site site = {});
-Tensor unfold(const Tensor& input, IntPair kernel_size, IntPair dilation = 1, IntPair padding = 0,
-              IntPair stride = 1, Site site = {});
-Tensor fold(const Tensor& input, IntPair output_size, IntPair kernel_size, IntPair dilation = 1,
-            IntPair padding = 0, IntPair stride = 1, Site site = {});
-Tensor dropout(const Tensor& input, double p = 0.5, bool training = true,
-               Generator* generator = nullptr, Site site = {});
-Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
-                  const Tensor& weight = {}, const Tensor& bias = {}, bool training = false,
-                  double momentum = 0.1, double eps = 1e-5, Site site = {});
-Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tensor& weight = {},
-                  const Tensor& bias = {}, double eps = 1e-5, Site site = {});
-Tensor tanh(const Tensor& x, Site site = {});
-Tensor sigmoid(const Tensor& x, Site site = {});
-}  // namespace nn::functional
+/// cross_entropy_loss on logits [N, C] as one fused node (what cross_entropy_loss runs for 2-D
+/// logits); same arguments, results and errors as the composite cross_entropy_loss_reference.
+Tensor cross_entropy_loss_fused(const Tensor& input, const Tensor& target, int64_t reduction = 1,
+                                int64_t ignore_index = -100, double label_smoothing = 0.0,
+                                Site site = {});
 
 }  // namespace gradlab

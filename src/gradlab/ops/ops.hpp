@@ -10,6 +10,7 @@
 
 #include "gradlab/core/factories.hpp"
 #include "gradlab/core/tensor.hpp"
+#include "gradlab/ops/reduction.hpp"
 
 namespace gradlab {
 
@@ -185,66 +186,23 @@ Tensor embedding(const Tensor& weight, const Tensor& indices, Site site = {});
 Tensor softmax(const Tensor& x, int64_t dim, Site site = {});
 Tensor log_softmax(const Tensor& x, int64_t dim, Site site = {});
 
-namespace nn::functional {
-
-enum class Reduction { None, Mean, Sum };
-inline constexpr Reduction kNone = Reduction::None;
-inline constexpr Reduction kMean = Reduction::Mean;
-inline constexpr Reduction kSum = Reduction::Sum;
-
-/// Options of cross_entropy (LibTorch's CrossEntropyFuncOptions).
-struct CrossEntropyFuncOptions {
-  Reduction reduction_ = kMean;
-  int64_t ignore_index_ = -100;
-  double label_smoothing_ = 0.0;
-  CrossEntropyFuncOptions& reduction(Reduction r) { reduction_ = r; return *this; }
-  CrossEntropyFuncOptions& ignore_index(int64_t i) { ignore_index_ = i; return *this; }
-  CrossEntropyFuncOptions& label_smoothing(double s) { label_smoothing_ = s; return *this; }
-};
-/// Options of nll_loss.
-struct NLLLossFuncOptions {
-  Reduction reduction_ = kMean;
-  int64_t ignore_index_ = -100;
-  NLLLossFuncOptions& reduction(Reduction r) { reduction_ = r; return *this; }
-  NLLLossFuncOptions& ignore_index(int64_t i) { ignore_index_ = i; return *this; }
-};
-
-/// Logits [N, C] (or [C]) and class indices [N] (int64) -> loss; label smoothing mixes the
-/// one-hot target with the uniform distribution; targets equal to ignore_index are skipped.
-Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntropyFuncOptions& options = {}, Site site = {});
-/// The composite cross_entropy (log_softmax, then nll with smoothing and masks), [N, C] logits
-/// only: the oracle of the fused node that cross_entropy runs (nn_ops.hpp: cross_entropy_fused).
-Tensor cross_entropy_reference(const Tensor& input, const Tensor& target,
-                               const CrossEntropyFuncOptions& options = {}, Site site = {});
-/// Log-probabilities [N, C] and class indices [N] -> -mean(logp[i, target[i]]).
-Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const NLLLossFuncOptions& options = {}, Site site = {});
-Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = kMean, Site site = {});
-Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = kMean, Site site = {});
-/// Stable: max(x, 0) - x*y + log(1 + exp(-|x|)).
-Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, Reduction reduction = kMean, Site site = {});
-/// 0.5 d² / beta where |d| < beta, else |d| - 0.5 beta (d = input - target).
-Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = kMean,
-                      double beta = 1.0, Site site = {});
-Tensor softmax(const Tensor& x, int64_t dim, Site site = {});
-Tensor log_softmax(const Tensor& x, int64_t dim, Site site = {});
-Tensor relu(const Tensor& x, Site site = {});
-Tensor gelu(const Tensor& x, Site site = {});
-Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01, Site site = {});
-/// Options of softplus (LibTorch's SoftplusFuncOptions).
-struct SoftplusFuncOptions {
-  double beta_ = 1.0;
-  double threshold_ = 20.0;
-  SoftplusFuncOptions& beta(double b) { beta_ = b; return *this; }
-  SoftplusFuncOptions& threshold(double t) { threshold_ = t; return *this; }
-};
-Tensor softplus(const Tensor& x, const SoftplusFuncOptions& options = {}, Site site = {});
-Tensor embedding(const Tensor& indices, const Tensor& weight, Site site = {});
-
-}  // namespace nn::functional
 
 // ---- losses as LibTorch's top-level functions (torch::mse_loss, ...) ---------------------------
 // `reduction` is LibTorch's int64 at::Reduction: 0 none, 1 mean (default), 2 sum. The class
 // `weight` / `pos_weight` tensors are not supported: passing a defined one throws.
+// nn::functional (nn/functional.hpp) has the same losses with option structs.
+
+/// Logits [N, C] (or [C] with a 0-d target) and class indices [N] (int64) -> loss (as
+/// torch::cross_entropy_loss); label smoothing mixes the one-hot target with the uniform
+/// distribution; targets equal to ignore_index are skipped. [N, C] logits run as one fused node.
+Tensor cross_entropy_loss(const Tensor& input, const Tensor& target, const Tensor& weight = {},
+                          int64_t reduction = 1, int64_t ignore_index = -100,
+                          double label_smoothing = 0.0, Site site = {});
+/// The composite cross_entropy_loss (log_softmax, then nll with smoothing and masks), [N, C]
+/// logits only: the oracle of the fused node (nn_ops.hpp: cross_entropy_loss_fused). gradlab only.
+Tensor cross_entropy_loss_reference(const Tensor& input, const Tensor& target,
+                                    int64_t reduction = 1, int64_t ignore_index = -100,
+                                    double label_smoothing = 0.0, Site site = {});
 Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight = {},
                 int64_t reduction = 1, int64_t ignore_index = -100, Site site = {});
 Tensor mse_loss(const Tensor& input, const Tensor& target, int64_t reduction = 1, Site site = {});

@@ -18,20 +18,14 @@
 #include <vector>
 
 #include "gradlab/core/tensor.hpp"
+#include "gradlab/ops/trace_types.hpp"
 
 namespace gradlab::autograd {
-struct OpInfo;
 template <class T>
 const OpInfo& op_info();  // ops/op.hpp
 }  // namespace gradlab::autograd
 
 namespace gradlab::autograd::detail {
-
-/// A non-tensor argument of a traced op call, as printed and exported: an integer (also bools and
-/// enums), a real number, an integer list (shapes, dims), or a description of anything else.
-using TraceAttr = std::variant<int64_t, double, std::vector<int64_t>, std::string>;
-/// Calls the traced op again on new tensors (one per tensor input slot, in order).
-using ReplayFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
 
 /// One op call seen by the tracer.
 struct TracedCall {

@@ -390,6 +390,9 @@ const std::map<std::string, std::string>& op_table_exemptions() {
       {"expand_as", "expand(other.sizes()): the expand row"},
       {"sum_to_size", "sum_to(x, shape) as a Tensor method (LibTorch's name): the sum_to row"},
       {"max_pool2d_with_indices", "max_pool2d plus its indices: the max_pool2d row"},
+      {"cross_entropy",
+       "nn::functional::cross_entropy forwards to cross_entropy_loss (LibTorch's top-level name): "
+       "that row"},
       {"cuda",
        "to(Device(kCUDA)): every row runs through it in the CUDA parity checks (checks/cuda)"},
       {"cpu",

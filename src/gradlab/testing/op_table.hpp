@@ -192,7 +192,7 @@ using OpFn = std::function<TensorList(const TensorList&, const OpParams&)>;
 
 /// One row of the table.
 struct OpSpec {
-  std::string name;    ///< the public name ("log_softmax", "add_", "nn::functional::cross_entropy")
+  std::string name;    ///< the public name ("log_softmax", "add_", "cross_entropy_loss")
   int arity = 1;       ///< differentiable tensor inputs
   std::string domain;  ///< the input domains, in words ("x: positive")
   std::string shapes;  ///< the shape generator, in words ("broadcast pair")
@@ -216,7 +216,7 @@ const std::vector<OpSpec>& op_table();
 const OpSpec& op_spec(const std::string& name);
 
 /// Public functions that are deliberately not rows: non-differentiable (comparisons, argmax,
-/// sign ...) or another name of a row (nn::functional::relu is relu). Name -> reason.
+/// sign ...) or another name of a row (nn::functional::cross_entropy is cross_entropy_loss). Name -> reason.
 const std::map<std::string, std::string>& op_table_exemptions();
 
 /// Makes the floating inputs of a case leaves that require grad (copies; the case is kept).

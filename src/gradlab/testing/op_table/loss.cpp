@@ -1,5 +1,6 @@
-// Op-table rows of ops/loss.cpp: softmax, log_softmax, and the losses — cross_entropy (also its
-// fused node and its composite reference), nll_loss, mse_loss, l1_loss,
+// Op-table rows of ops/loss.cpp: softmax, log_softmax, and the losses, by their LibTorch top-level
+// names (nn::functional forwards to these) — cross_entropy_loss (also its fused node and its
+// composite reference), nll_loss, mse_loss, l1_loss, smooth_l1_loss,
 // binary_cross_entropy_with_logits.
 
 #include "gradlab/testing/op_table/support.hpp"
@@ -8,8 +9,7 @@ namespace gradlab::testing::table {
 
 namespace {
 
-namespace F = nn::functional;
-using F::Reduction;
+using nn::functional::Reduction;
 
 // Applies f to every lane of x along `dim` (a vector -> vector of the same length).
 template <class Fn>
@@ -65,12 +65,8 @@ Reduction reduction_of(const OpParams& p) {
   return r == "mean" ? Reduction::Mean : r == "sum" ? Reduction::Sum : Reduction::None;
 }
 
-F::CrossEntropyFuncOptions ce_options(const OpParams& p) {
-  return F::CrossEntropyFuncOptions()
-      .reduction(reduction_of(p))
-      .ignore_index(p.integer("ignore_index"))
-      .label_smoothing(p.real("label_smoothing"));
-}
+// The reduction as LibTorch's int64 at::Reduction, the argument the top-level losses take.
+int64_t reduction_arg(const OpParams& p) { return static_cast<int64_t>(reduction_of(p)); }
 
 OpSpec softmax_like(std::string name, bool log_form) {
   const std::string nm = name;
@@ -184,11 +180,14 @@ OpSpec pair_loss(std::string name, Domain dx, PairLoss fn, double (*elem)(double
       });
 }
 
-Tensor mse(const Tensor& x, const Tensor& y, Reduction r) { return F::mse_loss(x, y, r); }
-Tensor l1(const Tensor& x, const Tensor& y, Reduction r) { return F::l1_loss(x, y, r); }
-Tensor smooth_l1(const Tensor& x, const Tensor& y, Reduction r) { return F::smooth_l1_loss(x, y, r); }
+int64_t as_int(Reduction r) { return static_cast<int64_t>(r); }
+Tensor mse(const Tensor& x, const Tensor& y, Reduction r) { return mse_loss(x, y, as_int(r)); }
+Tensor l1(const Tensor& x, const Tensor& y, Reduction r) { return l1_loss(x, y, as_int(r)); }
+Tensor smooth_l1(const Tensor& x, const Tensor& y, Reduction r) {
+  return smooth_l1_loss(x, y, as_int(r));
+}
 Tensor bce_logits(const Tensor& x, const Tensor& y, Reduction r) {
-  return F::binary_cross_entropy_with_logits(x, y, r);
+  return binary_cross_entropy_with_logits(x, y, Tensor(), Tensor(), as_int(r));
 }
 
 }  // namespace
@@ -197,33 +196,35 @@ void add_loss_rows(std::vector<OpSpec>& t) {
   t.push_back(softmax_like("softmax", false));
   t.push_back(softmax_like("log_softmax", true));
   t.push_back(row(
-      "cross_entropy", 1, "logits: any; target: class indices",
+      "cross_entropy_loss", 1, "logits: any; target: class indices",
       "[N, C] and [N] (or [C] and []); reduction; smoothing; ignore_index",
-      [](Draw& d) { return class_case(d, true, "cross_entropy"); },
+      [](Draw& d) { return class_case(d, true, "cross_entropy_loss"); },
       [](const TensorList& in, const OpParams& p) {
-        return TensorList{F::cross_entropy(in[0], in[1], ce_options(p))};
+        return TensorList{cross_entropy_loss(in[0], in[1], Tensor(), reduction_arg(p), p.integer("ignore_index"),
+                                             p.real("label_smoothing"))};
       },
       cross_entropy_ref));
-  // The fused node cross_entropy runs for [N, C] logits, checked against the composite (its
+  // The fused node cross_entropy_loss runs for [N, C] logits, checked against the composite (its
   // oracle).
   t.push_back(row(
-      "cross_entropy_fused", 1, "logits: any; target: class indices",
+      "cross_entropy_loss_fused", 1, "logits: any; target: class indices",
       "[N, C] and [N]; reduction; smoothing; ignore_index",
-      [](Draw& d) { return class_case(d, false, "cross_entropy_fused"); },
+      [](Draw& d) { return class_case(d, false, "cross_entropy_loss_fused"); },
       [](const TensorList& in, const OpParams& p) {
-        return TensorList{F::cross_entropy_fused(in[0], in[1], ce_options(p))};
+        return TensorList{cross_entropy_loss_fused(in[0], in[1], reduction_arg(p), p.integer("ignore_index"), p.real("label_smoothing"))};
       },
       [](const TensorList& in, const OpParams& p) {
         return TensorList{
-            F::cross_entropy_reference(in[0].detach(), in[1], ce_options(p)).detach()};
+            cross_entropy_loss_reference(in[0].detach(), in[1], reduction_arg(p),
+                                         p.integer("ignore_index"), p.real("label_smoothing")).detach()};
       }));
-  t.back().notes = "reference: the composite cross_entropy_reference";
+  t.back().notes = "reference: the composite cross_entropy_loss_reference";
   t.push_back(row(
-      "cross_entropy_reference", 1, "logits: any; target: class indices",
+      "cross_entropy_loss_reference", 1, "logits: any; target: class indices",
       "[N, C] and [N]; reduction; smoothing; ignore_index",
-      [](Draw& d) { return class_case(d, false, "cross_entropy_reference"); },
+      [](Draw& d) { return class_case(d, false, "cross_entropy_loss_reference"); },
       [](const TensorList& in, const OpParams& p) {
-        return TensorList{F::cross_entropy_reference(in[0], in[1], ce_options(p))};
+        return TensorList{cross_entropy_loss_reference(in[0], in[1], reduction_arg(p), p.integer("ignore_index"), p.real("label_smoothing"))};
       },
       cross_entropy_ref));
   t.push_back(row(
@@ -231,10 +232,8 @@ void add_loss_rows(std::vector<OpSpec>& t) {
       "[N, C] and [N]; reduction; ignore_index",
       [](Draw& d) { return class_case(d, false, "nll_loss"); },
       [](const TensorList& in, const OpParams& p) {
-        return TensorList{F::nll_loss(in[0], in[1],
-                                      F::NLLLossFuncOptions()
-                                          .reduction(reduction_of(p))
-                                          .ignore_index(p.integer("ignore_index")))};
+        return TensorList{nll_loss(in[0], in[1], Tensor(), reduction_arg(p),
+                                   p.integer("ignore_index"))};
       },
       [](const TensorList& in, const OpParams& p) {
         return TensorList{nll_reference(in[0], in[1], p, 0.0, false)};

@@ -1,0 +1,2 @@
+#pragma once
+// The machinery header of the planted fault.

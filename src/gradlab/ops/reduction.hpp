@@ -1,0 +1,17 @@
+#pragma once
+// How a loss reduces its per-element values: LibTorch's reduction argument. The enum lives here,
+// below nn/, because the fused cross-entropy op struct (ops/internal/nn_ops.hpp) stores one; the
+// losses that take it are declared in nn/functional.hpp (nn::functional::mse_loss, ...) and, with
+// LibTorch's int64 form, in ops/ops.hpp (gradlab::mse_loss(input, target, 1), ...).
+
+#include <cstdint>
+
+namespace gradlab::nn::functional {
+
+/// The values are LibTorch's int64 at::Reduction: 0 none, 1 mean, 2 sum.
+enum class Reduction : int64_t { None = 0, Mean = 1, Sum = 2 };
+inline constexpr Reduction kNone = Reduction::None;
+inline constexpr Reduction kMean = Reduction::Mean;
+inline constexpr Reduction kSum = Reduction::Sum;
+
+}  // namespace gradlab::nn::functional
