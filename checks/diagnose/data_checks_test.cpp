@@ -82,13 +82,24 @@ TEST(DiagnoseData, ConstantFeatures) {
     gl::NoGradGuard no_grad;
     c.select(1, 4).fill_(2.5);
   }
+  // one of six (at most a quarter): information, not a warning, unless the user asks (fraction 0)
   const dg::Finding one = dg::check_constant_features(c);
-  EXPECT_EQ(one.verdict, dg::Verdict::Warn);
-  EXPECT_THAT(one.evidence, HasSubstr("1 of 6 features"));
-  EXPECT_THAT(one.evidence, HasSubstr(": 4"));
+  EXPECT_EQ(one.verdict, dg::Verdict::Ok);
+  EXPECT_THAT(one.evidence, HasSubstr("1 of 6 features (flat index within a sample) never varies: 4 (information"));
+  EXPECT_EQ(dg::check_constant_features(c, 0.0).verdict, dg::Verdict::Warn);
+  {
+    gl::NoGradGuard no_grad;
+    c.select(1, 1).fill_(-1.0);
+  }
+  const dg::Finding two = dg::check_constant_features(c);  // two of six: more than a quarter
+  EXPECT_EQ(two.verdict, dg::Verdict::Warn);
+  EXPECT_THAT(two.evidence, HasSubstr("2 of 6 features (flat index within a sample) never vary: 1, 4"));
+  EXPECT_THROW(dg::check_constant_features(c, 1.5), gl::ValueError);
   EXPECT_EQ(dg::check_constant_features(gl::ones({50, 6})).verdict, dg::Verdict::Fail);
   // the digits have always-blank pixels: 3 of the 64 never vary in the training split
-  EXPECT_EQ(dg::check_constant_features(digits().train.data()).metric("constant"), 3);
+  const dg::Finding digits_blank = dg::check_constant_features(digits().train.data());
+  EXPECT_EQ(digits_blank.metric("constant"), 3);
+  EXPECT_EQ(digits_blank.verdict, dg::Verdict::Ok) << "a healthy run must not warn: " << digits_blank;
 }
 
 TEST(DiagnoseData, InputStatsWithoutReference) {
@@ -123,6 +134,27 @@ TEST(DiagnoseData, InputStatsNamesTheMixUpOnDigits) {
 
   // the held-out split, prepared the same way, is no false alarm either
   EXPECT_EQ(dg::check_input_stats((raw_digits().test.data() - st.mean) / st.std, st).verdict, dg::Verdict::Ok);
+}
+
+TEST(DiagnoseData, InputStatsNamesAConstantScaleOrShift) {
+  // Stating the reference statistics never makes the answer worse: inputs x 255 (a reader of bytes),
+  // / 255 and + 128 are named as a constant scale or shift of the expected preparation.
+  const dg::InputStats st = digits_stats();
+  const gl::Tensor normalized = (raw_digits().train.data() - st.mean) / st.std;
+  struct Case {
+    gl::Tensor x;
+    const char* name;
+  };
+  for (const Case& c : {Case{normalized * 255.0, "the normalized inputs scaled by 255"},
+                        Case{normalized / 255.0, "the normalized inputs scaled by 0.00392"},
+                        Case{normalized + 128.0, "the normalized inputs shifted by 128"}}) {
+    const dg::Finding f = dg::check_input_stats(c.x, st);
+    EXPECT_EQ(f.verdict, dg::Verdict::Fail) << c.name << "\n" << f;
+    EXPECT_THAT(f.evidence, HasSubstr(std::string("fit '") + c.name)) << f;
+    EXPECT_THAT(f.hint, HasSubstr("constant factor or offset")) << f;
+  }
+  // and the plain mix-ups keep their simpler names (checked above), the prepared inputs stay ok
+  EXPECT_EQ(dg::check_input_stats(normalized, st).verdict, dg::Verdict::Ok);
 }
 
 TEST(DiagnoseData, InputStatsCatchesReversedChannels) {

@@ -6,6 +6,7 @@
 #include "diagnose/fixtures.hpp"
 
 using namespace diagnose_fixtures;
+using ::testing::Not;
 
 namespace {
 
@@ -61,6 +62,7 @@ TEST(Doctor, HealthyDigitsMlpHasNoFailure) {
   EXPECT_EQ(r.report.findings().size(), 6u + 6u + 4u) << r.report;
   EXPECT_EQ(r.before, r.after) << "doctor leaves the model as it was";
   EXPECT_THAT(r.report.text(), HasSubstr("doctor: no failure"));
+  EXPECT_EQ(r.report.verdict(), dg::Verdict::Ok) << "a warning on a healthy run is a defect:\n" << r.report;
 }
 
 TEST(Doctor, WithoutReferenceStatisticsOnTheStandardizedSplit) {
@@ -115,12 +117,35 @@ TEST(Doctor, KeepGoingRunsEveryStage) {
   o.keep_going = true;
   const DoctorRun r = doctor_on(mlp(), 0.1, prepared(raw_digits().train.data()), digits().train.targets() + 1, o);
   EXPECT_EQ(r.report.stages_run.size(), 3u);
-  ASSERT_TRUE(r.report.stopped_at.has_value());
-  EXPECT_EQ(*r.report.stopped_at, dg::Stage::Data) << "the first failed stage is still named";
-  // the labels the loss rejects make the model checks fail with the loss's own error
+  EXPECT_FALSE(r.report.stopped_at.has_value()) << "keep_going: doctor stopped nowhere";
+  for (dg::Stage s : {dg::Stage::Data, dg::Stage::Model, dg::Stage::Training})
+    EXPECT_NE(r.report.verdict(s), dg::Verdict::NotRun);
+  // the labels the loss rejects make the model checks fail with the loss's own error ...
   const dg::Finding* model = r.report.find("model");
   ASSERT_NE(model, nullptr) << r.report;
   EXPECT_THAT(model->evidence, HasSubstr("the check could not run: cross_entropy: target out of range"));
+  // ... and every later finding that is not ok names the data failure instead of its own hint
+  // (no knock-on blame of the LR or the model)
+  for (const dg::Finding& f : r.report.findings()) {
+    if (f.stage == dg::Stage::Data || f.ok()) continue;
+    EXPECT_EQ(f.deferred_to, "data/label_range") << f;
+    EXPECT_THAT(f.hint, HasSubstr("fix data/label_range first")) << f;
+    EXPECT_THAT(f.hint, Not(HasSubstr("LR"))) << f;
+  }
+  EXPECT_THAT(r.report.json(), HasSubstr("\"deferred_to\": \"data/label_range\""));
+}
+
+TEST(Doctor, AStageThatDidNotRunIsNotRunAndTheJsonSaysSo) {
+  const DoctorRun r = doctor_on(mlp(), 0.1, prepared(raw_digits().train.data()), digits().train.targets() + 1);
+  ASSERT_TRUE(r.report.stopped_at.has_value());
+  EXPECT_EQ(*r.report.stopped_at, dg::Stage::Data);
+  EXPECT_EQ(r.report.verdict(dg::Stage::Data), dg::Verdict::Fail);
+  EXPECT_EQ(r.report.verdict(dg::Stage::Model), dg::Verdict::NotRun);
+  EXPECT_EQ(r.report.verdict(dg::Stage::Training), dg::Verdict::NotRun);
+  const std::string j = r.report.json(-1);
+  EXPECT_THAT(j, HasSubstr("\"schema\":\"gradlab.diagnose.report/1\""));
+  EXPECT_THAT(j, HasSubstr("\"stages\":{\"data\":\"fail\",\"model\":\"not_run\",\"training\":\"not_run\"}"));
+  EXPECT_THAT(j, HasSubstr("\"stopped_at\":\"data\""));
 }
 
 TEST(Doctor, ForgottenShuffleFailsTheDataStage) {
@@ -163,4 +188,31 @@ TEST(Doctor, BadInputIsAClearError) {
   gl::optim::SGD opt(net->parameters(), gl::optim::SGDOptions(0.1));
   EXPECT_THROW(dg::doctor(net, nn::CrossEntropyLoss(), opt, {xb(), yb(10)}), gl::ShapeError);
   EXPECT_THROW(dg::doctor(net, nn::CrossEntropyLoss(), opt, {}), gl::ShapeError);
+  // held-out targets need held-out inputs with as many rows
+  EXPECT_THROW(dg::doctor(net, nn::CrossEntropyLoss(), opt,
+                          {.inputs = xb(), .targets = yb(xb().size(0)), .holdout_targets = yb(4)}),
+               gl::ShapeError);
+}
+
+TEST(Doctor, HeldOutTargetsAreCheckedForTheirLabelRange) {
+  nn::Sequential net = mlp();
+  gl::optim::SGD opt(net->parameters(), gl::optim::SGDOptions(0.1));
+  const gl::Tensor xt = prepared(raw_digits().test.data());
+  dg::DoctorOptions o = with_stats();
+  const dg::Report bad = dg::doctor(net, nn::CrossEntropyLoss(), opt,
+                                    {.inputs = prepared(raw_digits().train.data()),
+                                     .targets = digits().train.targets(),
+                                     .holdout_inputs = xt,
+                                     .holdout_targets = digits().test.targets() + 1},
+                                    o);
+  expect_stopped_at(bad, dg::Stage::Data, "holdout_label_range");
+  EXPECT_THAT(bad.find("holdout_label_range")->evidence, HasSubstr("held-out split: "));
+  const dg::Report good = dg::doctor(net, nn::CrossEntropyLoss(), opt,
+                                     {.inputs = prepared(raw_digits().train.data()),
+                                      .targets = digits().train.targets(),
+                                      .holdout_inputs = xt,
+                                      .holdout_targets = digits().test.targets()},
+                                     o);
+  ASSERT_NE(good.find("holdout_label_range"), nullptr);
+  EXPECT_TRUE(good.find("holdout_label_range")->ok()) << good;
 }

@@ -9,6 +9,9 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace {
 
@@ -31,7 +34,9 @@ int readme_example(std::ostream& out) {
   options.num_classes = 10;
   const diagnose::Report report = diagnose::doctor(
       model, nn::CrossEntropyLoss(), opt,
-      {digits.train.data(), digits.train.targets(), digits.test.data()}, options);
+      {.inputs = digits.train.data(), .targets = digits.train.targets(),
+       .holdout_inputs = digits.test.data()},
+      options);
   out << report;  // text for people; report.json() for tools
   return report.has_failure() ? 1 : 0;
 }
@@ -48,13 +53,13 @@ TEST(DiagnoseReadme, ExampleRunsAndPrintsWhatTheReadmeShows) {
   for (const char* line : {
            "[fail] data/label_range: 144 of 1437 labels are outside [0, 10), the first: label 10 at index 23; labels span [1, 10]\n"
            "       hint: the labels look shifted by one (1..10 instead of 0..9): subtract 1 where they are read\n",
-           "== data: warn (6 checks, 0 failed, 1 warned)\n",
+           "== data: ok (6 checks, 0 failed, 0 warned)\n",
            "  [ok]   data/split_leakage: none of the 360 held-out rows appears in the 1437 training rows\n",
            "== model: ok (6 checks, 0 failed, 0 warned)\n",
            "  [ok]   model/initial_loss: loss at init 2.352, expected about 2.303 = ln 10 (a uniform guess over 10 classes): ratio 1.02\n",
            "== training: ok (4 checks, 0 failed, 0 warned)\n",
            "  [ok]   training/overfit_one_batch: loss 2.352 -> 0.2614 in 60 of 200 steps on one batch of 64, accuracy 100% (SGD, lr 0.1): memorized\n",
-           "doctor: no failure (see the warnings)\n"})
+           "doctor: no failure\n"})
     EXPECT_THAT(s, HasSubstr(line));
 }
 
@@ -83,5 +88,36 @@ TEST(DiagnoseReadme, TheReadmesShowThisVeryCode) {
     ASSERT_FALSE(text.empty()) << page;
     EXPECT_NE(text.find("#include <gradlab/gradlab.hpp>\n#include <iostream>\n\n" + example + "```\n"), std::string::npos)
         << page << " does not show the example of checks/diagnose/readme_example_test.cpp verbatim";
+  }
+}
+
+// The JSON schema table of both READMEs names exactly the fields json() writes (top level, and
+// each finding's), and the schema id is the one the code writes.
+TEST(DiagnoseReadme, TheJsonSchemaTableMatchesWhatJsonWrites) {
+  diagnose::Report r;
+  diagnose::Finding f;
+  f.check = "finite";
+  r.add(f);
+  const nlohmann::ordered_json j = nlohmann::ordered_json::parse(r.json());
+  std::vector<std::string> top, per_finding;
+  for (const auto& [k, v] : j.items()) top.push_back(k);
+  for (const auto& [k, v] : j["findings"][0].items()) per_finding.push_back(k);
+  EXPECT_EQ(j["schema"], "gradlab.diagnose.report/" + std::to_string(diagnose::Report::kJsonSchemaVersion));
+  for (const char* page : {"README.md", "README.zh-CN.md"}) {
+    const std::string text = read(page);
+    const size_t at = text.find("`gradlab.diagnose.report/" + std::to_string(diagnose::Report::kJsonSchemaVersion) + "`");
+    ASSERT_NE(at, std::string::npos) << page << " does not name the schema id";
+    const size_t table = text.find("\n| `schema` |", at), end = text.find("\n\n", table);
+    ASSERT_NE(table, std::string::npos) << page;
+    const std::string rows = text.substr(table, end - table);
+    std::vector<std::string> documented;
+    for (size_t p = rows.find("\n| `"); p != std::string::npos; p = rows.find("\n| `", p + 1))
+      documented.push_back(rows.substr(p + 4, rows.find('`', p + 4) - p - 4));
+    std::vector<std::string> expect = top;
+    expect.back() += "[]";  // the findings row is named "findings[]"
+    EXPECT_EQ(documented, expect) << page;
+    const std::string findings_row = rows.substr(rows.find("| `findings[]` |"));
+    for (const std::string& k : per_finding)
+      EXPECT_NE(findings_row.find("`" + k + "`"), std::string::npos) << page << ": finding field " << k;
   }
 }

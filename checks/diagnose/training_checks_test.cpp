@@ -145,6 +145,28 @@ TEST(DiagnoseTraining, GradientStats) {
   EXPECT_THAT(t.hint, HasSubstr("tiny updates"));
 }
 
+TEST(DiagnoseTraining, GradientStatsDoesNotJudgeParametersThatStartConstant) {
+  // biases at 0 (as BatchNorm's bias, or nn::init::zeros_): ||Δw|| / ||w|| means nothing there
+  nn::Sequential net = mlp();
+  {
+    gl::NoGradGuard no_grad;
+    for (auto& [name, p] : net->named_parameters())
+      if (name.find("bias") != std::string::npos) p.zero_();
+  }
+  const gl::Tensor x = digits().train.data(), y = digits().train.targets();
+  gl::optim::SGD opt(net->parameters(), gl::optim::SGDOptions(1e-8));  // tiny: weights must still warn
+  const dg::GradientStatsResult r = dg::gradient_stats(net, nn::CrossEntropyLoss(), opt, x, y);
+  ASSERT_EQ(r.parameters.size(), 4u);
+  for (const auto& p : r.parameters)
+    EXPECT_EQ(p.constant_start, p.name.find("bias") != std::string::npos) << p.name;
+  EXPECT_THAT(r.finding.evidence, HasSubstr("0.bias: grad norm"));
+  EXPECT_THAT(r.finding.evidence, HasSubstr("(starts constant: not judged)"));
+  EXPECT_EQ(r.finding.verdict, dg::Verdict::Warn) << r.finding;
+  EXPECT_THAT(r.finding.hint, HasSubstr("tiny updates on "));
+  EXPECT_THAT(r.finding.hint, HasSubstr(".weight")) << "a weight, never a zero-started bias";
+  EXPECT_THAT(r.finding.hint, ::testing::Not(HasSubstr("bias")));
+}
+
 TEST(DiagnoseTraining, NonFiniteWatchHealthy) {
   nn::Sequential net = mlp();
   gl::optim::SGD opt(net->parameters(), gl::optim::SGDOptions(0.1));

@@ -30,6 +30,14 @@ if(NOT EXISTS "${_prefix}/include/gradlab/gradlab.hpp")
   message(FATAL_ERROR "install_consumer: ${_prefix}/include/gradlab/gradlab.hpp not installed")
 endif()
 
+# The diagnose helpers say they are not installed; the digits data is (share/gradlab/data).
+if(EXISTS "${_prefix}/include/gradlab/diagnose/internal.hpp")
+  message(FATAL_ERROR "install_consumer: gradlab/diagnose/internal.hpp, an internal header, was installed")
+endif()
+if(NOT EXISTS "${_prefix}/share/gradlab/data/digits/digits.csv.gz")
+  message(FATAL_ERROR "install_consumer: share/gradlab/data/digits/digits.csv.gz not installed")
+endif()
+
 set(_configure "${CMAKE_COMMAND}" -S "${CONSUMER_SOURCE_DIR}" -B "${_build}"
     -G "${GENERATOR}" "-DCMAKE_PREFIX_PATH=${_prefix}")
 if(MAKE_PROGRAM)
@@ -53,4 +61,17 @@ if(MULTI_CONFIG)
 else()
   set(_exe "${_build}/gradlab_consumer")
 endif()
-run_step(run "${_exe}")
+# Without GRADLAB_DATA_DIR and with no ./data around, load_digits_split() finds the installed data.
+file(MAKE_DIRECTORY "${WORK_DIR}/elsewhere")
+message(STATUS "install_consumer: run (in ${WORK_DIR}/elsewhere, GRADLAB_DATA_DIR unset)")
+execute_process(COMMAND "${CMAKE_COMMAND}" -E env --unset=GRADLAB_DATA_DIR "${_exe}"
+                WORKING_DIRECTORY "${WORK_DIR}/elsewhere" RESULT_VARIABLE _rc OUTPUT_VARIABLE _out)
+message(STATUS "${_out}")
+if(NOT _rc EQUAL 0)
+  message(FATAL_ERROR "install_consumer: step 'run' failed (${_rc})")
+endif()
+file(REAL_PATH "${_prefix}/share/gradlab/data" _data)
+string(FIND "${_out}" "data_dir: ${_data}" _at)
+if(_at EQUAL -1)
+  message(FATAL_ERROR "install_consumer: the consumer did not read the installed data ${_data}")
+endif()

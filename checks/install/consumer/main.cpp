@@ -21,5 +21,9 @@ int main() {
     std::fprintf(stderr, "install_consumer: %s", report.text().c_str());
     return 1;
   }
-  return 0;
+  // The installed data (share/gradlab/data), found without GRADLAB_DATA_DIR or a ./data folder.
+  const auto digits = gradlab::data::load_digits_split();
+  std::printf("data_dir: %s\n", gradlab::data::data_dir().string().c_str());
+  std::printf("digits: %lld training rows\n", static_cast<long long>(digits.train.data().size(0)));
+  return digits.train.data().size(0) > 1000 ? 0 : 1;
 }

@@ -1,5 +1,7 @@
 #include "gradlab/data/digits.hpp"
 
+#include <dlfcn.h>  // dladdr: where libgradlab.so was loaded from
+
 #include <cstdlib>
 
 #include "gradlab/autograd/grad_mode.hpp"
@@ -7,6 +9,21 @@
 #include "gradlab/ops/ops.hpp"
 
 namespace gradlab::data {
+
+namespace {
+// The data an installed gradlab ships: <prefix>/share/gradlab/data beside <prefix>/lib[/<arch>]/
+// libgradlab.so, found from where the library itself was loaded (so a relocated prefix works).
+std::filesystem::path installed_data_dir() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&installed_data_dir), &info) == 0 || !info.dli_fname) return {};
+  std::filesystem::path dir = std::filesystem::path(info.dli_fname).parent_path();
+  for (int up = 0; up < 3 && !dir.empty(); ++up, dir = dir.parent_path()) {
+    const auto p = dir / "share" / "gradlab" / "data";
+    if (std::filesystem::is_directory(p)) return p;
+  }
+  return {};
+}
+}  // namespace
 
 std::filesystem::path data_dir() {
   namespace fs = std::filesystem;
@@ -22,6 +39,8 @@ std::filesystem::path data_dir() {
     if (fs::is_directory(p)) return fs::weakly_canonical(p);
     tried += (tried.empty() ? "" : ", ") + p.string();
   }
+  if (const auto p = installed_data_dir(); !p.empty()) return p;
+  tried += ", <prefix>/share/gradlab/data beside libgradlab.so";
   throw IOError(error_message("data_dir", "no data directory found", "one of " + tried,
                               "none of them",
                               "set GRADLAB_DATA_DIR to the repository's data/ folder"));

@@ -12,7 +12,8 @@
 namespace gradlab::data {
 
 /// The data directory: $GRADLAB_DATA_DIR when set (ctest sets it), else the first of ./data,
-/// ../data, ../../data, ../../../data that exists. Throws IOError listing the places tried.
+/// ../data, ../../data, ../../../data that exists, else the installed <prefix>/share/gradlab/data
+/// (found from libgradlab.so's own location). Throws IOError listing the places tried.
 std::filesystem::path data_dir();
 /// data_dir() / relative, checked to exist (IOError naming the full path otherwise).
 std::filesystem::path data_file(const std::string& relative);

@@ -22,6 +22,7 @@
 namespace gradlab::diagnose {
 using detail::make;
 using detail::num;
+using detail::plural;
 using detail::values;
 
 namespace detail {
@@ -129,7 +130,8 @@ Finding check_label_range(const Tensor& targets, int64_t num_classes) {
     return f;
   }
   f.verdict = Verdict::Fail;
-  f.evidence = std::to_string(bad) + " of " + std::to_string(y.size()) + " labels are outside [0, " +
+  f.evidence = std::to_string(bad) + " of " + plural(static_cast<int64_t>(y.size()), "label") +
+               (bad == 1 ? " is" : " are") + " outside [0, " +
                std::to_string(num_classes) + "), the first: label " + std::to_string(y[static_cast<size_t>(first)]) +
                " at index " + std::to_string(first) + "; " + span;
   if (*lo == 1 && *hi == num_classes)
@@ -184,8 +186,11 @@ Finding check_label_balance(const Tensor& targets, int64_t num_classes, double m
   return f;
 }
 
-Finding check_constant_features(const Tensor& inputs) {
+Finding check_constant_features(const Tensor& inputs, double warn_fraction) {
   check_rows("diagnose::check_constant_features", inputs, "inputs");
+  GRADLAB_CHECK(warn_fraction >= 0 && warn_fraction <= 1, ValueError, "diagnose::check_constant_features",
+                "warn_fraction must be a fraction of the features", "0 <= warn_fraction <= 1",
+                std::to_string(warn_fraction), "0 warns on any constant feature");
   const int64_t n = inputs.size(0), d = inputs.numel() / n;
   const std::vector<double> v = values(inputs);
   std::vector<int64_t> constant;
@@ -205,16 +210,20 @@ Finding check_constant_features(const Tensor& inputs) {
   std::string list;
   for (size_t k = 0; k < constant.size() && k < 8; ++k) list += (k ? ", " : "") + std::to_string(constant[k]);
   if (constant.size() > 8) list += ", ...";
-  f.evidence = std::to_string(constant.size()) + " of " + std::to_string(d) +
-               " features (flat index within a sample) never vary: " + list;
+  f.evidence = std::to_string(constant.size()) + " of " + std::to_string(d) + " features (flat index within a sample) never " +
+               (constant.size() == 1 ? "varies: " : "vary: ") + list;
+  f.metrics["constant_fraction"] = static_cast<double>(constant.size()) / static_cast<double>(d);
   if (static_cast<int64_t>(constant.size()) == d) {
     f.verdict = Verdict::Fail;
     f.evidence += " (every feature: the inputs cannot tell the samples apart)";
     f.hint = "every row is the same input: a fill with a constant, a wrong column, a broadcast that replaced the data";
-  } else {
+  } else if (static_cast<double>(constant.size()) > warn_fraction * static_cast<double>(d)) {
     f.verdict = Verdict::Warn;
     f.hint = "constant features carry no information (harmless, e.g. always-blank image borders); a division by "
              "their zero std gives NaN: add an eps or replace std 0 by 1";
+  } else {  // a few: information (e.g. blank image corners), not a warning
+    f.evidence += " (information: at most " + num(100 * warn_fraction, 3) +
+                  "% of the features; a per-feature standardization must not divide by their std 0)";
   }
   return f;
 }
@@ -333,6 +342,20 @@ Finding check_input_stats(const Tensor& inputs, const InputStats& expected) {
     bool normalized;
     double err;
   };
+  // The median over positions of the mismatch between observed and predicted per-position mean
+  // and std: robust to the few positions that almost never vary (their reference std is tiny or
+  // replaced by 1, e.g. the digits' blank corners).
+  auto mismatch = [&](const Tensor& want_m, const Tensor& want_s, double eps) {
+    const Tensor z = (om - want_m) / (want_s + eps);
+    const Tensor lr = log((os + eps) / (want_s + eps));
+    std::vector<double> e = values(sqrt(0.5 * (z * z + lr * lr)));
+    std::nth_element(e.begin(), e.begin() + static_cast<std::ptrdiff_t>(e.size() / 2), e.end());
+    return e[e.size() / 2];
+  };
+  auto median_of = [](std::vector<double> v) {
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
   std::vector<Fit> fits;
   // NOTE: each hypothesis predicts the observed per-position mean and std; the mismatch is
   // measured in the prediction's own units (z of the mean, log ratio of the std), so raw and
@@ -343,16 +366,31 @@ Finding check_input_stats(const Tensor& inputs, const InputStats& expected) {
     for (bool normalized : {true, false}) {
       const Tensor want_m = normalized ? (pm - M) / S : pm;
       const Tensor want_s = normalized ? ps / S : ps;
-      const Tensor z = (om - want_m) / (want_s + eps);
-      const Tensor lr = log((os + eps) / (want_s + eps));
-      // The median over positions: robust to the few positions that almost never vary (their
-      // reference std is tiny or replaced by 1, e.g. the digits' blank corners).
-      std::vector<double> e = values(sqrt(0.5 * (z * z + lr * lr)));
-      std::nth_element(e.begin(), e.begin() + static_cast<std::ptrdiff_t>(e.size() / 2), e.end());
-      fits.push_back({L.name, normalized, e[e.size() / 2]});
+      fits.push_back({L.name, normalized, mismatch(want_m, want_s, eps)});
+      if (&L != &layouts.front()) continue;
+      // A constant scale and shift of the expected preparation (x 255, / 255, + 128: a reader that
+      // returns bytes, a double normalization): observed = a * prepared + b, with a the median
+      // ratio of the stds and b the median remaining offset of the means, over the positions that
+      // vary. It only wins where it explains far more than the preparation itself (below).
+      std::vector<double> ratio, offset;
+      const std::vector<double> osv = values(os), wsv = values(want_s), omv = values(om), wmv = values(want_m);
+      for (size_t i = 0; i < osv.size(); ++i)
+        if (wsv[i] > 1e-6 && osv[i] > 1e-12) ratio.push_back(osv[i] / wsv[i]);
+      if (ratio.empty()) continue;
+      const double a = median_of(ratio);
+      for (size_t i = 0; i < omv.size(); ++i) offset.push_back(omv[i] - a * wmv[i]);
+      const double b = median_of(offset);
+      const bool scaled = std::abs(std::log(a)) > 0.1, shifted = std::abs(b) > 0.1 * a;
+      if (!scaled && !shifted) continue;
+      std::string name = std::string(normalized ? "the normalized inputs" : "the raw inputs") +
+                         (scaled ? " scaled by " + num(a, 3) : "") + (scaled && shifted ? " and" : "") +
+                         (shifted ? " shifted by " + num(b, 3) : "");
+      fits.push_back({name, normalized, mismatch(want_m * a + b, want_s * a, eps * a)});
     }
   }
+  auto constant_fit = [](const Fit& fit) { return fit.layout.rfind("the ", 0) == 0; };
   auto describe = [&](const Fit& fit) {
+    if (constant_fit(fit)) return fit.layout;
     std::string s = fit.layout;
     if (fit.normalized != expected.normalized)
       s = (fit.layout == "as expected" ? std::string() : fit.layout + ", and ") +
@@ -362,7 +400,15 @@ Finding check_input_stats(const Tensor& inputs, const InputStats& expected) {
   const Fit* want = nullptr;
   for (const Fit& fit : fits)
     if (fit.layout == "as expected" && fit.normalized == expected.normalized) want = &fit;
-  const Fit* best = &*std::min_element(fits.begin(), fits.end(), [](const Fit& a, const Fit& b) { return a.err < b.err; });
+  // The best plain hypothesis, unless a constant scale / shift (two fitted numbers) explains far
+  // more: "normalization missing" with per-channel statistics is itself an affine map, and the
+  // simpler name wins a tie.
+  const Fit *best = nullptr, *best_constant = nullptr;
+  for (const Fit& fit : fits) {
+    const Fit*& slot = constant_fit(fit) ? best_constant : best;
+    if (!slot || fit.err < slot->err) slot = &fit;
+  }
+  if (best_constant && best_constant->err < 0.5 * best->err) best = best_constant;
   f.metrics["error_expected"] = want->err;
   f.metrics["error_best"] = best->err;
   std::string table;
@@ -374,10 +420,15 @@ Finding check_input_stats(const Tensor& inputs, const InputStats& expected) {
     f.verdict = Verdict::Fail;
     f.evidence = "the inputs fit '" + describe(*best) + "' (mismatch " + num(best->err, 3) + ") better than the expected preparation (" +
                  num(want->err, 3) + ")\n" + f.evidence;
-    if (best->normalized != expected.normalized)
+    if (constant_fit(*best)) {
+      f.hint = "the inputs are the expected ones up to a constant factor or offset: a reader that returns "
+               "0..255 bytes instead of 0..1 (or the reverse), a normalization applied twice or with another "
+               "data set's constants; check each step of the preprocessing against the reference statistics";
+    } else if (best->normalized != expected.normalized) {
       f.hint = expected.normalized ? "normalize the inputs with the reference statistics: x = (x - mean) / std"
                                    : "the model takes raw inputs: remove the normalization";
-    if (best->layout != "as expected")
+    }
+    if (best->layout != "as expected" && !constant_fit(*best))
       f.hint += std::string(f.hint.empty() ? "" : "; ") +
                 "the samples are laid out differently from the reference: check the reader's axis order "
                 "(HWC vs CHW, a transpose, BGR vs RGB)";
@@ -475,7 +526,8 @@ Finding check_loader_order(data::DataLoader& loader, int64_t num_classes, size_t
   f.metrics["distinct_per_batch"] = observed;
   f.metrics["expected_distinct_per_batch"] = expected;
   f.metrics["batches"] = static_cast<double>(batches.size());
-  f.evidence = "the first " + std::to_string(batches.size()) + " batches hold " + num(observed, 3) +
+  f.evidence = "the first " + plural(static_cast<int64_t>(batches.size()), "batch") +
+               (batches.size() == 1 ? " holds " : " hold ") + num(observed, 3) +
                " distinct labels on average; shuffled batches would hold " + num(expected, 3);
   if (expected >= 1.5 && observed < 0.5 * expected) {
     f.verdict = Verdict::Fail;
@@ -487,14 +539,15 @@ Finding check_loader_order(data::DataLoader& loader, int64_t num_classes, size_t
 }
 
 std::vector<Finding> check_data(const Tensor& inputs, const Tensor& targets, int64_t num_classes,
-                                const InputStats& expected, const Tensor& holdout_inputs) {
+                                const InputStats& expected, const Tensor& holdout_inputs,
+                                double constant_warn_fraction) {
   std::vector<Finding> out;
   out.push_back(check_finite(inputs, targets));
   if (num_classes > 0 && targets.defined()) {
     out.push_back(check_label_range(targets, num_classes));
     out.push_back(check_label_balance(targets, num_classes));
   }
-  out.push_back(check_constant_features(inputs));
+  out.push_back(check_constant_features(inputs, constant_warn_fraction));
   out.push_back(check_input_stats(inputs, expected));
   if (holdout_inputs.defined()) out.push_back(check_split_leakage(inputs, holdout_inputs));
   return out;

@@ -31,10 +31,11 @@ Finding check_label_range(const Tensor& targets, int64_t num_classes);
 /// `max_ratio`; never fail (imbalance can be real).
 Finding check_label_balance(const Tensor& targets, int64_t num_classes, double max_ratio = 10.0);
 
-/// Features (elements of one sample, flattened) with zero variance over the split. warn when
-/// some are constant (they carry no information: e.g. the always-blank corners of the digits),
+/// Features (elements of one sample, flattened) with zero variance over the split. A few are
+/// information, not a warning (ok, listed in the evidence: e.g. the always-blank corners of the
+/// digits); warn when more than `warn_fraction` of the features are constant (0: warn on any);
 /// fail when every feature is constant (the inputs cannot tell the samples apart).
-Finding check_constant_features(const Tensor& inputs);
+Finding check_constant_features(const Tensor& inputs, double warn_fraction = 0.25);
 
 /// Reference statistics of correctly prepared inputs, as the user normalizes with them.
 struct InputStats {
@@ -73,8 +74,10 @@ Finding check_split_leakage(const Tensor& a, const Tensor& b, double max_fractio
 Finding check_loader_order(data::DataLoader& loader, int64_t num_classes, size_t max_batches = 16);
 
 /// Every data check that applies: finite, label range and balance (when num_classes > 0),
-/// constant features, input statistics; leakage when `holdout_inputs` is defined.
+/// constant features (`constant_warn_fraction` as check_constant_features' warn_fraction), input
+/// statistics; leakage when `holdout_inputs` is defined.
 std::vector<Finding> check_data(const Tensor& inputs, const Tensor& targets, int64_t num_classes,
-                                const InputStats& expected = {}, const Tensor& holdout_inputs = {});
+                                const InputStats& expected = {}, const Tensor& holdout_inputs = {},
+                                double constant_warn_fraction = 0.25);
 
 }  // namespace gradlab::diagnose

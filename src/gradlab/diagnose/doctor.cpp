@@ -38,6 +38,13 @@ Report doctor(const Model& model, const Loss& loss, optim::Optimizer& optimizer,
   GRADLAB_CHECK(data.targets.defined() && data.targets.size(0) == data.inputs.size(0), ShapeError, op,
                 "needs one target per input row", std::to_string(data.inputs.size(0)) + " targets",
                 data.targets.defined() ? shape_str(data.targets.sizes()) : std::string("undefined"));
+  GRADLAB_CHECK(!data.holdout_targets.defined() ||
+                    (data.holdout_inputs.defined() && data.holdout_targets.dim() >= 1 &&
+                     data.holdout_targets.size(0) == data.holdout_inputs.size(0)),
+                ShapeError, op, "needs one held-out target per held-out input row",
+                data.holdout_inputs.defined() ? std::to_string(data.holdout_inputs.size(0)) + " held-out targets"
+                                              : std::string("holdout_inputs with the targets"),
+                shape_str(data.holdout_targets.sizes()));
   Report report;
   const std::vector<int64_t> perm = detail::permutation(data.inputs.size(0), options.seed);
   const int64_t bs = std::min<int64_t>(options.batch_size, data.inputs.size(0));
@@ -53,11 +60,29 @@ Report doctor(const Model& model, const Loss& loss, optim::Optimizer& optimizer,
       classes = 0;  // the model stage reports the error; the data stage skips the label checks
     }
   }
+  // With keep_going, the first failure of an earlier stage: the later stages' findings that are
+  // not ok may be its consequences (NaN inputs make the LR range test "diverge", a softmax before
+  // cross-entropy makes one batch "hard to overfit"), so their hint names it instead of blaming the
+  // LR or the capacity.
+  std::optional<Finding> cause;
+  size_t stage_begin = 0;  // index of the current stage's first finding
   auto finish_stage = [&](Stage s) {
     if (std::find(report.stages_run.begin(), report.stages_run.end(), s) == report.stages_run.end())
       report.stages_run.push_back(s);
-    if (report.has_failure(s) && !report.stopped_at) report.stopped_at = s;
-    return report.has_failure(s) && !options.keep_going;
+    if (cause) report.defer_to(stage_begin, *cause);
+    stage_begin = report.findings().size();
+    if (!report.has_failure(s)) return false;
+    if (!options.keep_going) {
+      report.stopped_at = s;
+      return true;
+    }
+    if (!cause)
+      for (const Finding& f : report.findings())
+        if (f.failed()) {
+          cause = f;
+          break;
+        }
+    return false;
   };
 
   // 1. data
@@ -65,6 +90,12 @@ Report doctor(const Model& model, const Loss& loss, optim::Optimizer& optimizer,
     std::vector<Finding> fs = check_data(data.inputs, loss.takes_class_indices() ? data.targets : Tensor(),
                                          loss.takes_class_indices() ? classes : 0, options.input_stats, data.holdout_inputs);
     if (!loss.takes_class_indices()) fs.push_back(check_finite(data.targets));  // regression targets
+    if (data.holdout_targets.defined() && loss.takes_class_indices() && classes > 0) {
+      Finding h = check_label_range(data.holdout_targets, classes);
+      h.check = "holdout_label_range";
+      h.evidence = "held-out split: " + h.evidence;
+      fs.push_back(std::move(h));
+    }
     if (data.loader && classes > 0) fs.push_back(check_loader_order(*data.loader, classes));
     return fs;
   }));

@@ -1,10 +1,13 @@
 #pragma once
 // doctor: the data, model and training checks in that order, as one report. A stage that fails
 // stops the run (a model check says little about mislabelled data, a training check little about
-// a model whose layers never see the loss), and the report says where it stopped.
+// a model whose layers never see the loss), and the report says where it stopped. With
+// keep_going every stage runs, and what a later stage finds is worded as a possible consequence
+// of the first failure (Report::defer_to).
 //
 //   auto report = diagnose::doctor(net, nn::CrossEntropyLoss(), opt,
-//                                  {train.data(), train.targets()}, {.num_classes = 10});
+//                                  {.inputs = train.data(), .targets = train.targets()},
+//                                  {.num_classes = 10});
 //   std::cout << report;                 // text; report.json() for tools
 //   if (report.has_failure()) return 1;
 
@@ -23,10 +26,14 @@
 namespace gradlab::diagnose {
 
 /// What doctor looks at: the training split (as the model takes it), optionally a held-out
-/// split (for leakage) and the training loader (for shuffling).
+/// split (its inputs for leakage, its targets for their label range) and the training loader
+/// (for shuffling). Named fields, in this order, for designated initializers:
+///   {.inputs = x, .targets = y, .holdout_inputs = xt, .holdout_targets = yt, .loader = &loader}
 struct DoctorData {
-  Tensor inputs{}, targets{};
+  Tensor inputs{};
+  Tensor targets{};
   Tensor holdout_inputs{};
+  Tensor holdout_targets{};
   data::DataLoader* loader = nullptr;
 };
 

@@ -21,6 +21,7 @@ std::string to_string(Stage stage) {
 
 std::string to_string(Verdict verdict) {
   switch (verdict) {
+    case Verdict::NotRun: return "not_run";
     case Verdict::Ok: return "ok";
     case Verdict::Warn: return "warn";
     case Verdict::Fail: return "fail";
@@ -78,6 +79,7 @@ const Finding* Report::find(std::string_view check) const {
 }
 
 Verdict Report::verdict(Stage stage) const {
+  if (std::find(stages_run.begin(), stages_run.end(), stage) == stages_run.end()) return Verdict::NotRun;
   Verdict v = Verdict::Ok;
   for (const Finding& f : findings_)
     if (f.stage == stage) v = std::max(v, f.verdict);
@@ -95,6 +97,17 @@ std::vector<Finding> Report::failures() const {
   for (const Finding& f : findings_)
     if (f.failed()) out.push_back(f);
   return out;
+}
+
+void Report::defer_to(size_t from, const Finding& cause) {
+  const std::string name = to_string(cause.stage) + "/" + cause.check;
+  for (size_t i = from; i < findings_.size(); ++i) {
+    Finding& f = findings_[i];
+    if (f.ok()) continue;
+    f.hint = "fix " + name + " first: this " + to_string(f.stage) +
+             " finding may follow from it (run doctor again after that fix)";
+    f.deferred_to = name;
+  }
 }
 
 std::string Report::text() const {
@@ -129,7 +142,11 @@ std::string Report::text() const {
 
 std::string Report::json(int indent) const {
   nlohmann::ordered_json j;
+  j["schema"] = "gradlab.diagnose.report/" + std::to_string(kJsonSchemaVersion);
   j["verdict"] = to_string(verdict());
+  nlohmann::ordered_json stages = nlohmann::ordered_json::object();
+  for (Stage s : {Stage::Data, Stage::Model, Stage::Training}) stages[to_string(s)] = to_string(verdict(s));
+  j["stages"] = stages;
   j["stages_run"] = nlohmann::json::array();
   for (Stage s : stages_run) j["stages_run"].push_back(to_string(s));
   j["stopped_at"] = stopped_at ? nlohmann::ordered_json(to_string(*stopped_at)) : nlohmann::ordered_json(nullptr);
@@ -141,6 +158,7 @@ std::string Report::json(int indent) const {
     o["verdict"] = to_string(f.verdict);
     o["evidence"] = f.evidence;
     o["hint"] = f.hint;
+    o["deferred_to"] = f.deferred_to.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(f.deferred_to);
     nlohmann::ordered_json m = nlohmann::ordered_json::object();
     // NOTE: JSON has no NaN or Inf: a non-finite metric is written as null.
     for (const auto& [k, v] : f.metrics) m[k] = std::isfinite(v) ? nlohmann::ordered_json(v) : nlohmann::ordered_json(nullptr);

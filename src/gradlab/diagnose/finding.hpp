@@ -15,12 +15,14 @@ namespace gradlab::diagnose {
 
 /// The three stages, in the order doctor runs them.
 enum class Stage { Data, Model, Training };
-/// ok: nothing wrong seen; warn: worth a look, training may still work; fail: a bug.
-enum class Verdict { Ok, Warn, Fail };
+/// ok: nothing wrong seen; warn: worth a look, training may still work; fail: a bug. not_run: the
+/// verdict of a stage that did not run (a finding itself is never not_run). Ordered: worse is
+/// greater (NotRun < Ok < Warn < Fail).
+enum class Verdict { NotRun, Ok, Warn, Fail };
 
 /// "data", "model", "training".
 std::string to_string(Stage stage);
-/// "ok", "warn", "fail".
+/// "not_run", "ok", "warn", "fail".
 std::string to_string(Verdict verdict);
 
 /// One check's answer.
@@ -35,6 +37,9 @@ struct Finding {
   std::string hint;
   /// The numbers behind the evidence, by name (e.g. "imbalance_ratio" -> 1.1).
   std::map<std::string, double> metrics;
+  /// "data/finite" when this finding may follow from that earlier failure (Report::defer_to);
+  /// empty otherwise.
+  std::string deferred_to;
 
   bool ok() const { return verdict == Verdict::Ok; }
   bool failed() const { return verdict == Verdict::Fail; }
@@ -54,26 +59,40 @@ class Report {
   std::vector<Finding> findings(Stage stage) const;
   /// The first finding of check `check` (nullptr when that check did not run).
   const Finding* find(std::string_view check) const;
-  /// The worst verdict of a stage (Ok when it has no finding).
+  /// The worst verdict of a stage: NotRun when the stage is not in stages_run, else Ok when it has
+  /// no finding.
   Verdict verdict(Stage stage) const;
-  /// The worst verdict of all.
+  /// The worst verdict of all (Ok for an empty report).
   Verdict verdict() const;
   bool has_failure() const { return verdict() == Verdict::Fail; }
   bool has_failure(Stage stage) const { return verdict(stage) == Verdict::Fail; }
   /// Every failed finding, in order.
   std::vector<Finding> failures() const;
+  /// Rewords the findings from index `from` on that are not ok as possible consequences of
+  /// `cause`, an earlier stage's failure: the hint becomes "fix <stage>/<check> first: ..." and the
+  /// check's own hint is dropped (it would blame the LR or the model for what the cause did);
+  /// "deferred_to" names the cause. doctor does this with keep_going.
+  void defer_to(size_t from, const Finding& cause);
 
   /// Stages that ran (doctor fills this in; a report built by hand lists the stages it holds).
   std::vector<Stage> stages_run;
-  /// The stage doctor stopped at because it failed; empty when every stage passed.
+  /// The stage doctor stopped at because it failed; empty when every stage passed, and with
+  /// DoctorOptions::keep_going (then every stage ran).
   std::optional<Stage> stopped_at;
+
+  /// The version of json()'s layout (its "schema" field: "gradlab.diagnose.report/<n>"); it
+  /// changes when a field is renamed, removed or changes meaning.
+  static constexpr int kJsonSchemaVersion = 1;
 
   /// Text for people: one block per stage, one line per finding, then the verdict line
   /// ("doctor: stopped at the data stage (2 failures): fix it first, then run again", or
   /// "doctor: no failure").
   std::string text() const;
-  /// JSON for tools: {"verdict", "stages_run", "stopped_at", "findings": [{"stage", "check",
-  /// "verdict", "evidence", "hint", "metrics": {...}}]}.
+  /// JSON for tools, schema "gradlab.diagnose.report/1" (README "Troubleshooting: diagnose"):
+  /// {"schema", "verdict", "stages": {"data"|"model"|"training": "not_run"|"ok"|"warn"|"fail"},
+  ///  "stages_run", "stopped_at" (null unless doctor stopped), "findings": [{"stage", "check",
+  ///  "verdict", "evidence", "hint", "deferred_to" (null or "stage/check"),
+  ///  "metrics": {name: number or null}}]}.
   std::string json(int indent = 2) const;
 
  private:

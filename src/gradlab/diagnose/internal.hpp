@@ -12,6 +12,17 @@
 
 namespace gradlab::diagnose::detail {
 
+/// "1 tensor", "3 tensors", "2 batches": a count with its noun in the right number (regular
+/// plurals: -s, or -es after s, x, ch, sh).
+inline std::string plural(int64_t n, const std::string& noun) {
+  auto ends = [&](const char* e) {
+    const std::string t(e);
+    return noun.size() >= t.size() && noun.compare(noun.size() - t.size(), t.size(), t) == 0;
+  };
+  const bool es = ends("s") || ends("x") || ends("ch") || ends("sh");
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : es ? "es" : "s");
+}
+
 /// A number for evidence lines: 4 significant digits ("2.303", "1.2e-05", "nan").
 inline std::string num(double v, int precision = 4) {
   std::ostringstream os;

@@ -29,6 +29,7 @@ namespace gradlab::diagnose {
 using autograd::Node;
 using detail::make;
 using detail::num;
+using detail::plural;
 
 namespace {
 
@@ -173,18 +174,24 @@ Finding check_gradient_flow(const Model& model, const Loss& loss, const Tensor& 
   };
   std::vector<std::string> problems, hints;
   if (!unreached.empty()) {
-    problems.push_back(std::to_string(unreached.size()) + " of " + std::to_string(trainable) +
-                       " trainable parameters get no gradient from the loss: " + list(unreached));
+    const bool one = unreached.size() == 1;
+    problems.push_back(std::to_string(unreached.size()) + " of " + std::to_string(trainable) + " trainable " +
+                       (trainable == 1 ? "parameter" : "parameters") + (one ? " gets" : " get") +
+                       " no gradient from the loss: " + list(unreached));
     hints.push_back("a layer that forward never calls (left out), a detach(), or a branch not taken: make forward "
                     "use every registered layer, or remove the unused ones");
   }
   if (!unregistered.empty()) {
-    problems.push_back(std::to_string(unregistered.size()) + " tensors require grad and reach the loss without being "
-                       "parameters of the model: " + unregistered.front().describe());
+    const bool one = unregistered.size() == 1;
+    problems.push_back(plural(static_cast<int64_t>(unregistered.size()), "tensor") +
+                       (one ? " requires grad and reaches the loss without being a parameter"
+                            : " require grad and reach the loss without being parameters") +
+                       " of the model: " + unregistered.front().describe());
     hints.push_back("register them (register_parameter / register_module) so parameters() and the optimizer see them");
   }
   if (!missing.empty()) {
-    problems.push_back(std::to_string(missing.size()) + " trainable parameters are not held by the optimizer (" +
+    problems.push_back(plural(static_cast<int64_t>(missing.size()), "trainable parameter") +
+                       (missing.size() == 1 ? " is" : " are") + " not held by the optimizer (" +
                        optimizer->name() + "): " + list(missing));
     hints.push_back("build the optimizer from model->parameters() after the model is complete (and after .to())");
   }

@@ -287,6 +287,10 @@ GradientStatsResult gradient_stats(const Model& model, const Loss& loss, optim::
       {
         NoGradGuard no_grad;
         for (auto& [name, p] : params) before.push_back(p.detach().to(kFloat64));
+        if (k == 0)
+          for (size_t i = 0; i < params.size(); ++i)
+            r.parameters[i].constant_start =
+                before[i].numel() > 0 && before[i].max().item<double>() == before[i].min().item<double>();
       }
       for (size_t i = 0; i < params.size(); ++i) {
         const Tensor& g = params[i].second.grad();
@@ -322,11 +326,15 @@ GradientStatsResult gradient_stats(const Model& model, const Loss& loss, optim::
     f.metrics["update_ratio_" + p.name] = u;
     table += "\n" + p.name + ": grad norm " + num(g, 3) + ", update/weight " + num(u, 3);
     if (g == 0) zero.push_back(p.name);
+    if (p.constant_start) {  // a bias at 0, a norm weight at 1: ||Δw|| / ||w|| says nothing yet
+      table += " (starts constant: not judged)";
+      continue;
+    }
     if (u < lo) lo = u, lo_name = p.name;
     if (u > hi || std::isnan(u)) hi = u, hi_name = p.name;
   }
   f.metrics["max_update_ratio"] = hi;
-  f.metrics["min_update_ratio"] = r.parameters.empty() ? 0.0 : lo;
+  f.metrics["min_update_ratio"] = std::isinf(lo) ? 0.0 : lo;
   const std::string lr = " (" + optimizer.name() + ", lr " + num(lr_of(optimizer)) + ")";
   f.evidence = "median over " + std::to_string(options.steps) + " steps per parameter" + lr + ":" + table;
   if (nonfinite) {

@@ -86,6 +86,9 @@ struct ParameterStepStats {
   std::string name;
   std::vector<double> grad_norm;     ///< ||grad|| per step
   std::vector<double> update_ratio;  ///< ||Δw|| / ||w|| per step (about 1e-3 is healthy)
+  /// Every element equal before the first step (a bias at 0, a norm weight at 1): its
+  /// update/weight ratio means nothing then, and the ratio rules skip it.
+  bool constant_start = false;
 };
 
 /// Options of gradient_stats.
