@@ -26,6 +26,8 @@
 #include <cxxabi.h>  // __cxa_current_exception_type
 #include <fcntl.h>
 #include <pthread.h>
+#include <setjmp.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -34,6 +36,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cerrno>
 #include <cstring>
 #include <exception>
 #include <functional>
@@ -58,6 +61,7 @@
 #include <xeus/xserver_zmq.hpp>
 #include <zmq.hpp>
 
+#include "cell_rewrite.hpp"
 #include "cell_scan.hpp"
 #include "gradlab/core/demangle.hpp"
 
@@ -144,6 +148,48 @@ extern "C" void on_sigint(int) {
   if (g_running_cell.load()) g_interrupted.store(true);
 }
 
+// ---- a fault in a cell's code becomes an error reply -----------------------------------------------
+// SIGSEGV, SIGBUS, SIGFPE and SIGILL raised on the worker thread while it runs a cell jump back
+// (siglongjmp) to where the cell was started; on any other thread, or outside a cell, the signal
+// kills the process as usual.
+// NOTE: why this is acceptable: the jump leaves only the cell's own frames (JIT code and the
+// ORC call that ran it) without unwinding them, as a crash would have ended them anyway. What may
+// leak: the cell's locals are not destroyed (memory, open files), a lock the cell's code held
+// stays held (a fault inside malloc or inside a gradlab op holding a mutex could make later cells
+// hang), and a global the cell was initializing stays half-made. The error reply says so and
+// suggests a restart; a notebook user keeps the variables of the earlier cells. A fault inside
+// clang itself (while parsing) is caught the same way, but then the Interpreter's own state may
+// be inconsistent: the reply asks for a restart.
+thread_local sigjmp_buf* t_fault_jump = nullptr;  // set while the worker runs guarded code
+thread_local volatile sig_atomic_t t_fault_signal = 0;
+extern "C" void on_fault(int sig, siginfo_t*, void*) {
+  if (t_fault_jump != nullptr) {
+    t_fault_signal = sig;
+    sigjmp_buf* to = t_fault_jump;
+    t_fault_jump = nullptr;
+    siglongjmp(*to, 1);
+  }
+  // Not a cell's fault: die as the signal would have made us die.
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+void install_fault_handlers() {
+  struct sigaction sa {};
+  sa.sa_sigaction = &on_fault;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL}) sigaction(sig, &sa, nullptr);
+}
+const char* signal_name(int sig) {
+  switch (sig) {
+    case SIGSEGV: return "SIGSEGV (segmentation fault: an invalid memory access)";
+    case SIGBUS: return "SIGBUS (bus error: a misaligned or unmapped access)";
+    case SIGFPE: return "SIGFPE (arithmetic fault, e.g. an integer division by zero)";
+    case SIGILL: return "SIGILL (illegal instruction)";
+    default: return "a fatal signal";
+  }
+}
+
 // ---- one thread owns the clang::Interpreter; the xeus thread hands it work ------------------------
 // NOTE: the JIT code always runs on this same thread, so gradlab's thread_local state (grad
 // mode, the module-call site) carries over from cell to cell.
@@ -178,6 +224,12 @@ class Worker {
  private:
   static void* main(void* self) {
     auto* w = static_cast<Worker*>(self);
+    // An alternate signal stack, so that a stack overflow (runaway recursion) in a cell can still
+    // run on_fault.
+    stack_t ss{};
+    ss.ss_size = 1u << 16;
+    ss.ss_sp = std::malloc(ss.ss_size);
+    if (ss.ss_sp != nullptr) sigaltstack(&ss, nullptr);
     for (;;) {
       std::function<void()> job;
       {
@@ -204,7 +256,7 @@ class Worker {
 
 // What running one input produced.
 struct Outcome {
-  enum Kind { Ok, CompileError, Exception } kind = Ok;
+  enum Kind { Ok, CompileError, Exception, Fault } kind = Ok;
   std::string ename, evalue;
 };
 
@@ -288,14 +340,45 @@ class Kernel : public xeus::xinterpreter {
     return c.str();
   }
 
-  // On the worker thread: one input through the Interpreter; C++ exceptions are caught here.
+  // On the worker thread: one input through the Interpreter; C++ exceptions are caught here,
+  // and a fault (SIGSEGV, ...) in the cell's code ends the cell (see on_fault).
   Outcome parse_and_execute(const std::string& code) {
     Outcome o;
+    sigjmp_buf jump;
+    // NOTE: `volatile`: read after siglongjmp, so it must not live in a register.
+    volatile bool parsing = true;
+    if (sigsetjmp(jump, 1) != 0) {
+      o.kind = Outcome::Fault;
+      o.ename = "SegmentationFault";
+      if (t_fault_signal == SIGFPE) o.ename = "FloatingPointError";
+      if (t_fault_signal != SIGSEGV && t_fault_signal != SIGFPE) o.ename = "FatalSignal";
+      o.evalue = std::string(signal_name(t_fault_signal)) +
+                 (parsing
+                      ? " inside clang while it compiled the cell; the interpreter may be in an "
+                        "inconsistent state. hint: restart the kernel, and report the cell"
+                      : " in the cell's code; the kernel lives on, but the cell's locals leaked and "
+                        "a lock it held may stay held. hint: restart the kernel if later cells hang");
+      pipes_.flush_streams();
+      return o;
+    }
+    if (probe_ && !probe_compile(code, &o)) return o;
+    t_fault_jump = &jump;
     try {
-      if (llvm::Error e = interp_->ParseAndExecute(code)) {
+      llvm::Expected<clang::PartialTranslationUnit&> ptu = interp_->Parse(code);
+      if (!ptu) {
         o.kind = Outcome::CompileError;
         o.ename = "CompilationError";
-        o.evalue = llvm::toString(std::move(e));
+        o.evalue = llvm::toString(ptu.takeError());
+      } else {
+        parsing = false;
+        if (llvm::Error e = interp_->Execute(*ptu)) {
+          // The JIT could not link the cell (a symbol missing): take its declarations back, so
+          // that a corrected cell can define them again.
+          o.kind = Outcome::CompileError;
+          o.ename = "CompilationError";
+          o.evalue = llvm::toString(std::move(e));
+          if (llvm::Error u = interp_->Undo()) llvm::consumeError(std::move(u));
+        }
       }
     } catch (const std::exception& e) {
       o.kind = Outcome::Exception;
@@ -307,8 +390,85 @@ class Kernel : public xeus::xinterpreter {
       o.ename = t != nullptr ? gradlab::demangle(t->name()) : "unknown exception";
       o.evalue = "an exception that is not a std::exception";
     }
+    t_fault_jump = nullptr;
     pipes_.flush_streams();
     return o;
+  }
+
+  // NOTE: clang 19 trap: when a cell fails to parse, the Interpreter drops its declarations from
+  // name lookup, but what its parse instantiated stays marked as done (std::make_shared<Net>,
+  // std::vector<float>::push_back) while the code made for it is thrown away: a later cell that
+  // uses them fails with "JIT session error: Symbols not found", and globals of the failed cell
+  // come back as "Duplicate definition of symbol". Parsing an empty input after the failure does
+  // not help (tried). And clang itself can crash on some input (a capturing lambda at namespace
+  // scope did, before cell_rewrite).
+  // So each cell is first compiled in a fork()ed child, a throw-away copy of the kernel that
+  // owns a copy of the Interpreter: only when the child compiles it does this process parse it
+  // (clang is deterministic: same state, same input, same result), so a failed or crashing
+  // compile never touches the kernel's state. The child runs nothing (Parse: parse + IR, no
+  // JIT). Cost: each cell is parsed twice, plus a fork (copy-on-write; about 10 ms).
+  // The child is forked from the worker thread, the only thread that uses clang and LLVM, while
+  // it holds no lock of theirs; glibc makes malloc safe after fork; the child touches no zmq.
+  // Returns true when the cell compiles; otherwise fills `o` (its diagnostics went to stderr).
+  bool probe_compile(const std::string& code, Outcome* o) {
+    pipes_.flush_streams();
+    int msg[2];
+    FILE* diag = std::tmpfile();
+    if (pipe(msg) != 0 || diag == nullptr) {
+      if (diag != nullptr) std::fclose(diag);
+      return true;  // no probe: parse in place, as without one
+    }
+    const pid_t pid = fork();
+    if (pid == 0) {
+      close(msg[0]);
+      for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL}) signal(sig, SIG_DFL);
+      // Diagnostics go to a file; they reach the cell's stderr only when the compile fails
+      // (otherwise the kernel's own parse prints its warnings once).
+      const int cell_err = dup(STDERR_FILENO);
+      dup2(fileno(diag), STDERR_FILENO);
+      llvm::Expected<clang::PartialTranslationUnit&> ptu = interp_->Parse(code);
+      std::string text;
+      if (!ptu) text = llvm::toString(ptu.takeError());
+      llvm::errs().flush();
+      std::fflush(stderr);
+      if (!ptu) {
+        char buf[1 << 14];
+        lseek(fileno(diag), 0, SEEK_SET);
+        for (ssize_t got; (got = read(fileno(diag), buf, sizeof buf)) > 0;)
+          if (write(cell_err, buf, static_cast<std::size_t>(got)) < 0) break;
+      }
+      for (std::size_t at = 0; at < text.size();) {
+        const ssize_t put = write(msg[1], text.data() + at, text.size() - at);
+        if (put <= 0) break;
+        at += static_cast<std::size_t>(put);
+      }
+      std::_Exit(ptu ? 0 : 1);
+    }
+    close(msg[1]);
+    std::fclose(diag);
+    if (pid < 0) {
+      close(msg[0]);
+      return true;
+    }
+    std::string text;
+    char buf[4096];
+    for (ssize_t got; (got = read(msg[0], buf, sizeof buf)) > 0;) text.append(buf, static_cast<std::size_t>(got));
+    close(msg[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return true;
+    o->kind = Outcome::CompileError;
+    o->ename = "CompilationError";
+    if (WIFSIGNALED(status)) {
+      o->evalue = std::string("clang crashed while compiling this cell (") +
+                  strsignal(WTERMSIG(status)) +
+                  "); it was compiled in a throw-away copy of the kernel, so the kernel and its "
+                  "variables are unchanged. hint: move the code into a function, and report the cell";
+    } else {
+      o->evalue = text.empty() ? "the cell does not compile" : text;
+    }
+    return false;
   }
 
   // ---- execute ----------------------------------------------------------------------------------
@@ -328,6 +488,9 @@ class Kernel : public xeus::xinterpreter {
       source = code.substr(0, prefix_end) + " xgradlab_detail::show([]() -> decltype(auto) { return (" +
                expr + "\n); });";
     }
+    // Statements into wrapper functions, lambda initializers into init functions (see
+    // cell_rewrite.hpp); the serial number keeps the generated names unique.
+    source = rewrite_cell(source, ++cell_serial_);
     std::string stderr_text;  // kept to find the compiler's first error line
     auto publish = [&] {
       const std::string out = pipes_.drain(0), err = pipes_.drain(1);
@@ -428,6 +591,12 @@ class Kernel : public xeus::xinterpreter {
   Worker worker_;
   std::vector<std::string> args_;
   std::unique_ptr<clang::Interpreter> interp_;
+  unsigned cell_serial_ = 0;
+  // Compile each cell in a fork()ed child first (see probe_compile); XGRADLAB_PROBE=0 turns it off.
+  bool probe_ = [] {
+    const char* v = std::getenv("XGRADLAB_PROBE");
+    return v == nullptr || std::string(v) != "0";
+  }();
 };
 
 }  // namespace
@@ -445,6 +614,7 @@ int main(int argc, char* argv[]) {
     return 2;
   }
   std::signal(SIGINT, xgradlab::on_sigint);
+  xgradlab::install_fault_handlers();
   const xeus::xconfiguration config = xeus::load_configuration(file);
   auto context = xeus::make_context<zmq::context_t>();
   auto interpreter = std::make_unique<xgradlab::Kernel>();
