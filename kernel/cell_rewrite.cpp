@@ -312,6 +312,20 @@ std::size_t variable_name(const Cell& c, std::size_t b, std::size_t e) {
   return e;
 }
 
+// `NAME(...);` with an all-capitals NAME: a macro that declares something, such as
+// GRADLAB_MODULE(Net) (LibTorch's TORCH_MODULE). A statement macro at the cell's top level would
+// have to be written inside a block: `{ CHECK(x); }`.
+bool macro_declaration(const Cell& c, std::size_t t, std::size_t last) {
+  if (!c.ident(t) || !c.is(t + 1, "(")) return false;
+  bool letter = false;
+  for (char ch : c.text(t)) {
+    if (std::islower(static_cast<unsigned char>(ch)) != 0) return false;
+    letter = letter || std::isupper(static_cast<unsigned char>(ch)) != 0;
+  }
+  const std::size_t after = c.skip_group(t + 1);
+  return letter && c.text(t).size() >= 2 && (after == last || (after + 1 == last && c.is(after, ";")));
+}
+
 }  // namespace
 
 std::vector<Chunk> split_cell(std::string_view code) {
@@ -329,6 +343,8 @@ std::vector<Chunk> split_cell(std::string_view code) {
       ch.kind = ChunkKind::Declaration;
     } else if (is_stmt_keyword(c, t)) {
       ch.kind = ChunkKind::Statement;
+    } else if (macro_declaration(c, t, last)) {
+      ch.kind = ChunkKind::Declaration;
     } else if (c.is(last - 1, "}")) {
       std::size_t brace = first;  // the chunk's first top-level '{'
       while (brace < last && !c.is(brace, "{")) {
@@ -378,6 +394,18 @@ std::vector<Chunk> split_cell(std::string_view code) {
   }
   if (b < n) classify(b, n);
   return chunks;
+}
+
+std::size_t trailing_expression_begin(std::string_view code) {
+  const std::vector<Chunk> chunks = split_cell(code);
+  if (chunks.empty() || chunks.back().kind != ChunkKind::Statement) return std::string_view::npos;
+  const Cell c(code.substr(chunks.back().begin, chunks.back().end - chunks.back().begin));
+  if (c.size() == 0 || c.is(c.size() - 1, ";") || c.tok(0).kind == Token::Preproc) return std::string_view::npos;
+  const std::size_t t = c.skip_attributes(0, c.size());
+  if (c.is_any(t, {"for", "while", "if", "do", "switch", "try", "{", "return", "throw", "break",
+                   "continue", "goto", "case", "default"}))
+    return std::string_view::npos;
+  return chunks.back().begin;
 }
 
 std::string rewrite_captures(std::string_view code) {
@@ -439,38 +467,56 @@ std::string rewrite_cell(std::string_view original, unsigned cell_id) {
         out.append(text);
         break;
       case ChunkKind::LambdaVariable: {
-        // declaration `= init;`: the initializer moves into an init function.
+        // `decl = init;` or `T name{init}` / `T name(init)`: the initializer moves into an init
+        // function, and the variable is initialized by calling it.
         const Cell c(text);
         std::size_t e = c.size();
         if (c.is(e - 1, ";")) --e;
         const std::size_t name = variable_name(c, 0, e);
-        std::size_t eq = name;
-        if (c.is(name, "[")) eq = c.skip_group(name);
-        else ++eq;
-        bool single = c.is(eq, "=");
+        std::size_t eq = c.is(name, "[") ? c.skip_group(name) : name + 1;
+        bool single = c.is(eq, "=") && eq + 1 < e;
+        const bool direct = c.is_any(eq, {"{", "("}) && c.skip_group(eq) == e;
         for (std::size_t k = eq + 1; single && k < e; ++k) {
           if (c.is_any(k, {"(", "[", "{"})) k = c.skip_group(k) - 1;
           else if (c.is(k, ",")) single = false;
         }
-        if (!single || eq + 1 >= e) {
-          out.append(text);  // several declarators or a direct-init: left as written
+        // The declared type without storage specifiers (and, for a functional cast, `const`).
+        std::string type(text.substr(0, c.tok(name).begin));
+        bool plain = true;  // no static / constexpr / thread_local / inline: extern is allowed
+        for (const char* sp : {"static ", "inline ", "constexpr ", "thread_local "}) {
+          for (std::size_t p; (p = type.find(sp)) != std::string::npos;) {
+            type.erase(p, std::string(sp).size());
+            plain = false;
+          }
+        }
+        const bool deduced = type.find("auto") != std::string::npos ||
+                             type.find("decltype") != std::string::npos;
+        if ((!single && !direct) || (direct && deduced)) {
+          out.append(text);  // several declarators, or `auto v{...}`: left as written
           break;
         }
         bool is_constexpr = false;
         for (std::size_t k = 0; k < name; ++k) is_constexpr = is_constexpr || c.is(k, "constexpr");
         const std::string fn = "__gl_init_" + id + "_" + std::to_string(serial++);
-        std::string ret = "auto";
-        if (c.is(eq + 1, "{")) {  // `T v = {...}`: the function returns T
-          ret.assign(text.substr(0, c.tok(name).begin));
-          for (const char* s : {"static ", "inline ", "constexpr ", "thread_local "}) {
-            for (std::size_t p; (p = ret.find(s)) != std::string::npos;) ret.erase(p, std::string(s).size());
-          }
+        // A variable of a declared type is declared first, so that its lambda can refer to it
+        // (`std::function<int(int)> fib = [&fib](int n) {... fib(n - 1) ...};`).
+        if (!deduced && plain && !c.is(name, "[")) {
+          out.append("extern ").append(text.substr(0, c.tok(name).end)).append("; ");
         }
+        std::string cast = type;  // `const T` cannot start a functional cast
+        while (cast.rfind("const ", 0) == 0) cast.erase(0, 6);
+        const std::string ret = direct || c.is(eq + 1, "{") ? cast : "auto";
         out.append(is_constexpr ? "constexpr " : "inline ").append(ret).append(" ").append(fn);
         out.append("() { return ");
-        out.append(text.substr(c.tok(eq + 1).begin, c.tok(e - 1).end - c.tok(eq + 1).begin));
-        out.append("; } ");
-        out.append(text.substr(0, c.tok(eq).end)).append(" ").append(fn).append("();");
+        if (direct) {
+          out.append(cast).append(text.substr(c.tok(eq).begin, c.tok(e - 1).end - c.tok(eq).begin));
+          out.append("; } ");
+          out.append(text.substr(0, c.tok(name).end)).append(" = ").append(fn).append("();");
+        } else {
+          out.append(text.substr(c.tok(eq + 1).begin, c.tok(e - 1).end - c.tok(eq + 1).begin));
+          out.append("; } ");
+          out.append(text.substr(0, c.tok(eq).end)).append(" ").append(fn).append("();");
+        }
         break;
       }
       default:

@@ -11,7 +11,8 @@
 //
 // The cell is cut into top-level chunks and each chunk is classified:
 //   - declarations stay at namespace scope as written: #include and other preprocessor lines,
-//     struct / class / union / enum, namespace, template, using, typedef, function definitions;
+//     struct / class / union / enum, namespace, template, using, typedef, function definitions,
+//     and `NAME(...);` with an all-capitals NAME (a declaring macro: GRADLAB_MODULE(Net));
 //   - a variable definition stays at namespace scope too, so later cells see it; when its
 //     initializer contains a lambda it is computed by a generated function,
 //       auto f = <init>;  ->  inline auto __gl_init_C_K() { return <init>; } auto f = __gl_init_C_K();
@@ -54,6 +55,12 @@ struct Chunk {
 /// The cell's top-level chunks, in order (whitespace and comments between them are not part of
 /// any chunk).
 std::vector<Chunk> split_cell(std::string_view code);
+
+/// Where the cell's trailing expression starts, or npos: the last chunk when it is a statement
+/// without its `;` that is an expression (not for / if / while / do / switch / try / a block).
+/// Unlike the bracket scanner (cell_scan.hpp), it sees `Point{3.0, 4.0}` and
+/// `[](int a) { return 2 * a; }(21)` as one expression each.
+std::size_t trailing_expression_begin(std::string_view code);
 
 /// Rewrites `[x]` / `[&x]` captures of lambdas into init-captures (see the header comment).
 std::string rewrite_captures(std::string_view code);

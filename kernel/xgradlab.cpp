@@ -481,8 +481,11 @@ class Kernel : public xeus::xinterpreter {
       if (!stray.empty()) pipes_.log("output outside a cell: " + stray);
     }
     std::string source = code;
-    std::size_t prefix_end = 0;
-    const std::string expr = trailing_expression(code, &prefix_end);
+    // The trailing expression: the last chunk when it is an expression without `;` (see
+    // cell_rewrite.hpp), in a complete cell.
+    std::size_t prefix_end = std::string::npos;
+    if (completeness(code) == "complete") prefix_end = trailing_expression_begin(code);
+    const std::string expr = prefix_end == std::string::npos ? "" : code.substr(prefix_end);
     if (!expr.empty()) {
       // Lines keep their numbers in diagnostics: the wrapper starts on the expression's line.
       source = code.substr(0, prefix_end) + " xgradlab_detail::show([]() -> decltype(auto) { return (" +
@@ -490,7 +493,7 @@ class Kernel : public xeus::xinterpreter {
     }
     // Statements into wrapper functions, lambda initializers into init functions (see
     // cell_rewrite.hpp); the serial number keeps the generated names unique.
-    source = rewrite_cell(source, ++cell_serial_);
+    if (rewrite_) source = rewrite_cell(source, ++cell_serial_);
     std::string stderr_text;  // kept to find the compiler's first error line
     auto publish = [&] {
       const std::string out = pipes_.drain(0), err = pipes_.drain(1);
@@ -592,6 +595,12 @@ class Kernel : public xeus::xinterpreter {
   std::vector<std::string> args_;
   std::unique_ptr<clang::Interpreter> interp_;
   unsigned cell_serial_ = 0;
+  // XGRADLAB_REWRITE=0 hands cells to clang as written (to reproduce clang 19's crashes; the
+  // kernel test uses it to check that the probe survives one).
+  bool rewrite_ = [] {
+    const char* v = std::getenv("XGRADLAB_REWRITE");
+    return v == nullptr || std::string(v) != "0";
+  }();
   // Compile each cell in a fork()ed child first (see probe_compile); XGRADLAB_PROBE=0 turns it off.
   bool probe_ = [] {
     const char* v = std::getenv("XGRADLAB_PROBE");

@@ -11,6 +11,7 @@ using xgradlab::ChunkKind;
 using xgradlab::rewrite_captures;
 using xgradlab::rewrite_cell;
 using xgradlab::split_cell;
+using xgradlab::trailing_expression_begin;
 
 namespace {
 
@@ -45,6 +46,9 @@ TEST(CellRewrite, Declarations) {
   EXPECT_EQ(kinds("std::ostream& operator<<(std::ostream& os, const P& p) { return os << p.x; }"),
             (std::vector<ChunkKind>{D}));
   EXPECT_EQ(kinds("[[nodiscard]] int g() { return 1; }"), (std::vector<ChunkKind>{D}));
+  // A declaring macro (LibTorch's TORCH_MODULE) stays at namespace scope; a call does not.
+  EXPECT_EQ(kinds("GRADLAB_MODULE(Good);\nGood good;\nprint_it(good);"),
+            (std::vector<ChunkKind>{D, V, S}));
 }
 
 TEST(CellRewrite, VariablesAndStatements) {
@@ -110,12 +114,36 @@ TEST(CellRewrite, WrappedCellKeepsLines) {
             "constexpr auto __gl_init_1_0() { return [](int a) { return a * a; }; } constexpr "
             "auto sq = __gl_init_1_0();");
   EXPECT_EQ(rewrite_cell("std::vector<std::function<int()>> fs = {[] { return 1; }};", 2),
-            "inline std::vector<std::function<int()>>  __gl_init_2_0() { return {[] { return 1; }}; } "
-            "std::vector<std::function<int()>> fs = __gl_init_2_0();");
+            "extern std::vector<std::function<int()>> fs; inline std::vector<std::function<int()>>  "
+            "__gl_init_2_0() { return {[] { return 1; }}; } std::vector<std::function<int()>> fs = "
+            "__gl_init_2_0();");
+  // Direct-initialization: a functional cast in the init function.
+  EXPECT_EQ(rewrite_cell("const std::vector<F> fs{[] { return 1; }};", 2),
+            "extern const std::vector<F> fs; inline std::vector<F>  __gl_init_2_0() { return "
+            "std::vector<F> {[] { return 1; }}; } const std::vector<F> fs = __gl_init_2_0();");
+  // A lambda that refers to the variable it initializes: declared (extern) first.
+  EXPECT_EQ(rewrite_cell("std::function<int(int)> fib = [&fib](int n) { return fib(n - 1); };", 8),
+            "extern std::function<int(int)> fib; inline auto __gl_init_8_0() { return [&fib = fib](int "
+            "n) { return fib(n - 1); }; } std::function<int(int)> fib = __gl_init_8_0();");
   // Declarations are left as they are; a cell without statements gets no wrapper.
   EXPECT_EQ(rewrite_cell("struct S { int a; };\nvoid f() {}", 4), "struct S { int a; };\nvoid f() {}");
   // An explicit capture of a top-level variable becomes an init-capture.
   EXPECT_EQ(rewrite_cell("std::for_each(v.begin(), v.end(), [k](int& e) { e *= k; });", 5),
             "void __gl_cell_5_0() { std::for_each(v.begin(), v.end(), [k = k](int& e) { e *= k; }); } "
             "int __gl_run_5_0 = (__gl_cell_5_0(), 0);");
+}
+
+TEST(CellRewrite, TrailingExpression) {
+  const auto npos = std::string::npos;
+  EXPECT_EQ(trailing_expression_begin("int k = 1;\nk + 1"), 11u);
+  EXPECT_EQ(trailing_expression_begin("Point{3.0, 4.0}"), 0u);
+  EXPECT_EQ(trailing_expression_begin("[](int a) { return a * 2; }(21)"), 0u);
+  EXPECT_EQ(trailing_expression_begin("void f() {}\nf() // done"), 12u);
+  EXPECT_EQ(trailing_expression_begin("x.sum()"), 0u);
+  // Nothing to show: statements, definitions, preprocessor lines.
+  for (const char* none : {"int k = 1;", "struct S { int a; };", "void f() {}", "f(); // done",
+                           "#include <vector>", "for (int i = 0; i < 2; ++i) { f(i); }",
+                           "if (k) { f(); }", "{ f(); }", "try { f(); } catch (...) {}", ""}) {
+    EXPECT_EQ(trailing_expression_begin(none), npos) << none;
+  }
 }

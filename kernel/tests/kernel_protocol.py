@@ -128,6 +128,50 @@ def main():
     check(r["status"] == "ok" and result(outs) == "42",
           "after the errors the kernel lives on, with its earlier variables")
 
+    # Top-level code as users write it (issue 29): these cells killed the kernel before the
+    # kernel wrapped statements and lambda initializers in functions (cell_rewrite.hpp).
+    r, outs = execute("double kk = 2.0;\nauto f = [&](const gl::Tensor& t) { return (t * kk).sum(); };\n"
+                      "f(x).item<double>()")
+    check(r["status"] == "ok" and result(outs) == "12",
+          f"a top-level capturing lambda [&] runs and sees globals ({result(outs)!r})")
+    r, outs = execute("std::vector<int> v{3, 1, 2};\n"
+                      "std::sort(v.begin(), v.end(), [](int a, int b) { return a > b; });\n"
+                      "std::cout << v[0] << v[1] << v[2] << std::endl;")
+    check(r["status"] == "ok" and text(outs, "stdout") == "321\n",
+          "a lambda inside a top-level statement (std::sort's comparator) runs")
+    r, outs = execute("auto g = [kk](double z) mutable { kk += z; return kk; };\n"
+                      "std::cout << g(1) << ' ' << g(1) << ' ' << kk << std::endl;")
+    check(r["status"] == "ok" and text(outs, "stdout") == "3 4 2\n",
+          "an explicit capture [kk] of a top-level variable copies it (mutable lambda)")
+    r, outs = execute('int o1 = 1; std::cout << "a" << std::endl;\n'
+                      'int o2 = (std::cout << "b" << std::endl, 2); std::cout << "c" << o2 << std::endl;')
+    check(text(outs, "stdout") == "a\nb\nc2\n",
+          "statements and variable initializers run in the cell's order")
+    # A cell that fails to compile after defining a struct and instantiating templates is
+    # rolled back: the struct can be defined again and the templates work in later cells.
+    net = ('struct Net : gl::nn::Module { Net() { fc = register_module("fc", gl::nn::Linear(2, 1)); }'
+           ' gl::nn::Linear fc{nullptr}; };\n')
+    r, outs = execute(net + "auto net = std::make_shared<Net>();\nstd::vector<float> vf; "
+                      "vf.push_back(1.5f);\nint y = ;")
+    check(r["status"] == "error" and r["ename"] == "CompilationError" and
+          "expected expression" in r["evalue"], "a failing cell that defined a struct: CompilationError")
+    r, outs = execute(net)
+    check(r["status"] == "ok", f"the struct of the failed cell can be defined again ({r.get('evalue')})")
+    r, outs = execute("auto net = std::make_shared<Net>();\nstd::vector<float> vf; vf.push_back(1.5f);\n"
+                      "std::cout << net->parameters().size() << vf.size() << std::endl;")
+    check(r["status"] == "ok" and text(outs, "stdout") == "21\n",
+          f"later cells use the failed cell's templates: no 'Symbols not found' ({r.get('evalue')})")
+    # A fault in the cell's code is an error reply; the kernel lives on.
+    for code, ename in (("int* p = nullptr; *p = 1;", "SegmentationFault"),
+                        ("int zero = 0; std::cout << 10 / zero << std::endl;", "FloatingPointError"),
+                        ("int rec(int n) { return n == -1 ? 0 : rec(n + 1) + 1; }\nrec(0)",
+                         "SegmentationFault")):
+        r, outs = execute(code)
+        check(r["status"] == "error" and r["ename"] == ename and km.is_alive(),
+              f"{code.splitlines()[0]!r}: an error reply {ename}, the kernel lives")
+    r, outs = execute("k + 1")
+    check(result(outs) == "42", "after the faults the earlier variables are still there")
+
     # Interrupt (SIGINT, Jupyter's default interrupt_mode): the kernel survives it and says so.
     r, outs = execute("std::this_thread::sleep_for(std::chrono::milliseconds(1500));\n"
                       'std::cout << "slept" << std::endl;',
@@ -139,6 +183,24 @@ def main():
     km.shutdown_kernel(now=False)
     check(not km.is_alive() and time.monotonic() - t < 10,
           "shutdown_request: the kernel exits by itself within 10 s")
+
+    # clang 19 itself crashes on a capturing lambda at namespace scope. With the rewrite off
+    # (XGRADLAB_REWRITE=0) the cell reaches clang as written: the crash happens in the fork()ed
+    # copy that compiles each cell first, and the kernel keeps its state.
+    os.environ["XGRADLAB_REWRITE"] = "0"
+    km = KernelManager(kernel_name=run_notebooks.KERNEL_NAME)
+    km.start_kernel()
+    del os.environ["XGRADLAB_REWRITE"]
+    kc = km.client()
+    kc.start_channels()
+    kc.wait_for_ready(timeout=120)
+    execute("double k = 2.0;")
+    r, outs = execute("auto f = [&](double t) { return t * k; };")
+    check(r["status"] == "error" and "clang crashed" in r["evalue"] and km.is_alive(),
+          f"a clang crash while compiling is an error reply; the kernel lives ({r.get('evalue')!r})")
+    r, outs = execute("k * 2")
+    check(result(outs) == "4", "after clang's crash the kernel's variables are intact")
+    km.shutdown_kernel(now=True)
     print("kernel protocol: OK")
     return 0
 
