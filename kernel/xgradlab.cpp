@@ -24,6 +24,7 @@
 //   destructors of JIT code (see ../../../shared/TOOLCHAIN.md).
 
 #include <cxxabi.h>  // __cxa_current_exception_type
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -144,8 +145,15 @@ extern "C" void xgradlab_set_result(const char* text, unsigned long size) {
 
 std::atomic<bool> g_running_cell{false};
 std::atomic<bool> g_interrupted{false};
+// libgradlab's gradlab_request_interrupt / gradlab_clear_interrupt (core/interrupt.hpp), found
+// with dlsym once the library is loaded: the next gradlab op or backward step of the running
+// cell throws gradlab::InterruptedError, which the reply names KeyboardInterrupt.
+std::atomic<void (*)()> g_request_interrupt{nullptr};
+void (*g_clear_interrupt)() = nullptr;
 extern "C" void on_sigint(int) {
-  if (g_running_cell.load()) g_interrupted.store(true);
+  if (!g_running_cell.load()) return;
+  g_interrupted.store(true);
+  if (auto* request = g_request_interrupt.load()) request();  // one atomic store: signal-safe
 }
 
 // ---- a fault in a cell's code becomes an error reply -----------------------------------------------
@@ -301,6 +309,13 @@ class Kernel : public xeus::xinterpreter {
     interp_ = std::move(*interp);
     if (llvm::Error e = interp_->LoadDynamicLibrary(XGRADLAB_LIBRARY))
       return "loading " XGRADLAB_LIBRARY ": " + llvm::toString(std::move(e));
+    if (void* lib = dlopen(XGRADLAB_LIBRARY, RTLD_LAZY | RTLD_NOLOAD)) {
+      g_clear_interrupt = reinterpret_cast<void (*)()>(dlsym(lib, "gradlab_clear_interrupt"));
+      g_request_interrupt = reinterpret_cast<void (*)()>(dlsym(lib, "gradlab_request_interrupt"));
+    }
+    if (g_request_interrupt.load() == nullptr || g_clear_interrupt == nullptr)
+      return XGRADLAB_LIBRARY " has no gradlab_request_interrupt / gradlab_clear_interrupt "
+             "(core/interrupt.hpp); hint: rebuild libgradlab from the same sources as the kernel";
     std::ostringstream prelude;
     prelude << "#include <gradlab/gradlab.hpp>\n#include <iostream>\n" << printer_code();
     Outcome o = parse_and_execute(prelude.str());
@@ -505,14 +520,19 @@ class Kernel : public xeus::xinterpreter {
     Outcome o;
     g_has_result = false;
     g_interrupted = false;
+    g_clear_interrupt();
     g_running_cell = true;
     worker_.run([&] { o = parse_and_execute(source); }, publish);
     g_running_cell = false;
+    g_clear_interrupt();  // a request no safe point saw must not stop the next cell
     publish();
-    if (g_interrupted) {
+    if (o.kind == Outcome::Exception && o.ename == "gradlab::InterruptedError") {
+      o.ename = "KeyboardInterrupt";
+    } else if (g_interrupted) {
       const std::string note =
-          "xgradlab: interrupt received; native code cannot be stopped safely mid-cell, so the "
-          "cell ran to its end (restart the kernel to stop a runaway cell)\n";
+          "xgradlab: interrupt received, but the cell ran no gradlab op or backward step after it "
+          "(those are where a cell stops), so it ran to its end; restart the kernel to stop other "
+          "runaway code\n";
       if (!silent) publish_stream("stderr", note);
     }
     if (o.kind != Outcome::Ok) {

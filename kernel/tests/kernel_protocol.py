@@ -179,6 +179,26 @@ def main():
     check(r["status"] == "ok" and "interrupt received" in text(outs, "stderr") and km.is_alive(),
           "interrupt: the kernel survives SIGINT, finishes the cell and says so on stderr")
 
+    # Interrupt of a cell stuck in a gradlab training loop: the next op (or backward step) throws
+    # gradlab::InterruptedError, the reply says KeyboardInterrupt, within 1 s; the kernel lives.
+    stamps = {}
+
+    def interrupt_later():
+        time.sleep(1.5)
+        stamps["sent"] = time.monotonic()
+        km.interrupt_kernel()
+    r, outs = execute("auto wq = gl::randn({32, 32}).requires_grad_(true);\n"
+                      "long steps = 0;\n"
+                      "for (;;) { auto loss = gl::matmul(wq, wq).tanh().sum(); loss.backward(); ++steps; }",
+                      during=interrupt_later)
+    latency = time.monotonic() - stamps["sent"]
+    check(r["status"] == "error" and r["ename"] == "KeyboardInterrupt" and km.is_alive() and
+          latency < 1.0, f"interrupt stops a training loop: KeyboardInterrupt after {latency:.2f} s "
+          f"(at most 1 s), the kernel lives ({r.get('ename')}: {r.get('evalue', '')[:80]})")
+    r, outs = execute("steps > 0 && wq.grad().defined()")
+    check(r["status"] == "ok" and result(outs) == "true",
+          "after the interrupt the loop's variables are there and the next cell runs normally")
+
     t = time.monotonic()
     km.shutdown_kernel(now=False)
     check(not km.is_alive() and time.monotonic() - t < 10,
