@@ -6,20 +6,33 @@
 // - Each cell is parsed and run by one Interpreter: top-level declarations and statements both
 //   work, and later cells see earlier ones. libgradlab is loaded and <gradlab/gradlab.hpp> and
 //   <iostream> are included before the first cell (C++17, as xeus-cling's xcpp17).
+// - Cells are rewritten first, as cling does (cell_rewrite.hpp): statements go into generated
+//   functions that run in place, lambda initializers into init functions, `[x]` captures become
+//   init-captures. clang 19's Interpreter dies on a capturing lambda at namespace scope and on a
+//   lambda in a top-level statement; inside a function body lambdas work. Top-level variables
+//   stay globals, so later cells see them (and `[=]` / `[&]` refer to them, not copy them).
+// - Each cell is compiled first in a fork()ed, throw-away copy of the kernel (probe_compile):
+//   a cell that fails to compile, or crashes clang, never touches the kernel's Interpreter.
+//   clang 19 keeps a failed cell's template instances without their code, and later cells then
+//   fail with "JIT session error: Symbols not found". A JIT link error of a compiled cell is
+//   undone (Interpreter::Undo).
 // - The process's stdout and stderr (fds 1 and 2) are pipes read by the kernel; what the cell's
 //   code writes (std::cout, printf, clang's diagnostics) goes to the client as stream messages
 //   while the cell runs.
 // - A compile error or an uncaught C++ exception becomes an error reply (ename = the exception's
-//   type, "CompilationError" for a cell that does not compile); the kernel lives on.
+//   type, "CompilationError" for a cell that does not compile); a SIGSEGV / SIGFPE / SIGBUS /
+//   SIGILL in the cell's code (a null pointer, a stack overflow) becomes one too
+//   ("SegmentationFault", ...; see on_fault for what may leak); the kernel lives on.
 // - A last expression without `;` shows its value as the cell's result (text/plain), printed
 //   with operator<< when the type has one. NOTE: clang 19's own clang::Value printing is not
 //   implemented (Value::print writes "Not implement yet.") and capturing a class value needs
 //   its out-of-line destructor (gradlab::Tensor has none), so the kernel wraps the expression in
 //   a small printer of its own instead.
-// - Interrupt (SIGINT): the cell's native code cannot be stopped safely in the middle (no
-//   cancellation point; unwinding from a signal handler would leave locks and the heap in an
-//   undefined state). The kernel survives the signal, lets the cell finish, and says so on
-//   stderr. Restart the kernel to stop a runaway cell.
+// - Interrupt (SIGINT): cells run on a worker thread; the handler sets gradlab's interrupt flag
+//   (core/interrupt.hpp), and the cell's next gradlab op or backward step throws
+//   gradlab::InterruptedError: the reply is a "KeyboardInterrupt" error. Code that runs no gradlab
+//   op cannot be stopped safely (no cancellation point); it runs to its end and the kernel says
+//   so on stderr.
 // - At exit the kernel leaves with _Exit: clang 19's JIT crashes on the thread_local
 //   destructors of JIT code (see ../../../shared/TOOLCHAIN.md).
 
