@@ -478,17 +478,43 @@ class Kernel : public xeus::xinterpreter {
       close(msg[0]);
       return true;
     }
+    // NOTE: clang 19 can also loop forever on malformed input (after "too many errors emitted"
+    // it kept emitting diagnostics); so the child gets compile_timeout_s_, and an interrupt
+    // stops it too.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(compile_timeout_s_);
+    int status = 0;
+    bool stopped = false;
+    for (;;) {
+      const pid_t done = waitpid(pid, &status, WNOHANG);
+      if (done == pid || (done < 0 && errno != EINTR)) break;
+      if (std::chrono::steady_clock::now() > deadline || g_interrupted.load()) {
+        kill(pid, SIGKILL);
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        stopped = true;
+        break;
+      }
+      usleep(5000);
+    }
     std::string text;
+    fcntl(msg[0], F_SETFL, fcntl(msg[0], F_GETFL) | O_NONBLOCK);
     char buf[4096];
     for (ssize_t got; (got = read(msg[0], buf, sizeof buf)) > 0;) text.append(buf, static_cast<std::size_t>(got));
     close(msg[0]);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return true;
+    if (!stopped && WIFEXITED(status) && WEXITSTATUS(status) == 0) return true;
     o->kind = Outcome::CompileError;
     o->ename = "CompilationError";
-    if (WIFSIGNALED(status)) {
+    if (stopped && g_interrupted.load()) {
+      o->ename = "KeyboardInterrupt";
+      o->evalue = "interrupted while clang compiled the cell; nothing of it ran, and the kernel's "
+                  "state is unchanged";
+    } else if (stopped) {
+      o->evalue = "clang did not finish compiling this cell within " +
+                  std::to_string(compile_timeout_s_) +
+                  " s (clang 19 loops on some malformed input), so the compile was stopped; the "
+                  "kernel's state is unchanged. hint: check the cell's brackets and strings; "
+                  "XGRADLAB_COMPILE_TIMEOUT=<seconds> gives a long compile more time";
+    } else if (WIFSIGNALED(status)) {
       o->evalue = std::string("clang crashed while compiling this cell (") +
                   strsignal(WTERMSIG(status)) +
                   "); it was compiled in a throw-away copy of the kernel, so the kernel and its "
@@ -507,6 +533,26 @@ class Kernel : public xeus::xinterpreter {
     for (int k = 0; k < 2; ++k) {
       const std::string stray = pipes_.drain(k);
       if (!stray.empty()) pipes_.log("output outside a cell: " + stray);
+    }
+    // A cell that ends inside an open bracket, string or comment, or closes a bracket it did not
+    // open, is refused before clang sees it (clang 19 looped forever on a lone "{").
+    if (const CellScan scan = scan_cell(code);
+        scan.depth > 0 || scan.open_literal || scan.min_depth < 0) {
+      Outcome bad;
+      bad.kind = Outcome::CompileError;
+      bad.ename = "CompilationError";
+      if (scan.min_depth < 0) {
+        bad.evalue = "the cell has a closing bracket ) ] } without an opening one; expected "
+                     "balanced brackets. hint: look for a stray '}' (a block closed twice?)";
+      } else {
+        const std::string what = scan.open_literal
+                                     ? "a string, character literal or comment"
+                                     : std::to_string(scan.depth) + " bracket(s) ( [ {";
+        bad.evalue = "the cell is incomplete: it ends inside " + what +
+                     " that is not closed; expected a complete cell. hint: close it, or join "
+                     "this cell with the next one";
+      }
+      return error_reply(bad, silent);
     }
     std::string source = code;
     // The trailing expression: the last chunk when it is an expression without `;` (see
@@ -559,14 +605,7 @@ class Kernel : public xeus::xinterpreter {
           }
         }
       }
-      std::vector<std::string> traceback = {o.ename + ": " + o.evalue};
-      if (!silent) publish_execution_error(o.ename, o.evalue, traceback);
-      nl::json reply;
-      reply["status"] = "error";
-      reply["ename"] = o.ename;
-      reply["evalue"] = o.evalue;
-      reply["traceback"] = traceback;
-      return reply;
+      return error_reply(o, silent);
     }
     if (g_has_result && !silent) {
       nl::json data;
@@ -577,6 +616,17 @@ class Kernel : public xeus::xinterpreter {
     reply["status"] = "ok";
     reply["payload"] = nl::json::array();
     reply["user_expressions"] = nl::json::object();
+    return reply;
+  }
+
+  nl::json error_reply(const Outcome& o, bool silent) {
+    std::vector<std::string> traceback = {o.ename + ": " + o.evalue};
+    if (!silent) publish_execution_error(o.ename, o.evalue, traceback);
+    nl::json reply;
+    reply["status"] = "error";
+    reply["ename"] = o.ename;
+    reply["evalue"] = o.evalue;
+    reply["traceback"] = traceback;
     return reply;
   }
 
@@ -633,6 +683,12 @@ class Kernel : public xeus::xinterpreter {
   bool rewrite_ = [] {
     const char* v = std::getenv("XGRADLAB_REWRITE");
     return v == nullptr || std::string(v) != "0";
+  }();
+  // Seconds the fork()ed compile may take (XGRADLAB_COMPILE_TIMEOUT; 120 by default).
+  int compile_timeout_s_ = [] {
+    const char* v = std::getenv("XGRADLAB_COMPILE_TIMEOUT");
+    const int sec = v != nullptr ? std::atoi(v) : 0;
+    return sec > 0 ? sec : 120;
   }();
   // Compile each cell in a fork()ed child first (see probe_compile); XGRADLAB_PROBE=0 turns it off.
   bool probe_ = [] {

@@ -140,10 +140,13 @@ TEST(CellRewrite, TrailingExpression) {
   EXPECT_EQ(trailing_expression_begin("[](int a) { return a * 2; }(21)"), 0u);
   EXPECT_EQ(trailing_expression_begin("void f() {}\nf() // done"), 12u);
   EXPECT_EQ(trailing_expression_begin("x.sum()"), 0u);
+  EXPECT_EQ(trailing_expression_begin("x // the tensor"), 0u);
+  EXPECT_EQ(trailing_expression_begin("g([] { return 1; })"), 0u);  // its ';' is not top-level
   // Nothing to show: statements, definitions, preprocessor lines.
   for (const char* none : {"int k = 1;", "struct S { int a; };", "void f() {}", "f(); // done",
                            "#include <vector>", "for (int i = 0; i < 2; ++i) { f(i); }",
-                           "if (k) { f(); }", "{ f(); }", "try { f(); } catch (...) {}", ""}) {
+                           "if (k) { f(); }", "{ f(); }", "try { f(); } catch (...) {}", "",
+                           "int k = 1;\n#include <vector>\n", "// only a comment"}) {
     EXPECT_EQ(trailing_expression_begin(none), npos) << none;
   }
 }

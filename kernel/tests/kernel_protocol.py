@@ -171,6 +171,23 @@ def main():
               f"{code.splitlines()[0]!r}: an error reply {ename}, the kernel lives")
     r, outs = execute("k + 1")
     check(result(outs) == "42", "after the faults the earlier variables are still there")
+    # Odd input: a reply each (ok or a CompilationError), never a dead kernel.
+    for code in ("", "// only a comment", "}", "{", "auto h = [&](", "struct Half {",
+                 "#include <no_such_header.hpp>", "namespace { auto q = [&] { return 1; }; }",
+                 "int a1 = 1, a2 = [] { return 2; }();", "auto [b1, b2] = std::pair<int, int>(1, 2);"):
+        r, outs = execute(code)
+        check(r["status"] in ("ok", "error") and (r["status"] == "ok" or
+                                                  r["ename"] == "CompilationError") and km.is_alive(),
+              f"odd input {code!r}: {r['status']} {r.get('ename', '')}, the kernel lives")
+    # clang 19 looped forever on a lone "{" (the kernel hung): such cells are refused first.
+    for code, what in (("{", "the cell is incomplete: it ends inside 1 bracket"),
+                       ('auto s = "open', "the cell is incomplete: it ends inside a string"),
+                       ("}{", "a closing bracket ) ] } without an opening one")):
+        r, outs = execute(code, timeout=20)
+        check(r["status"] == "error" and what in r["evalue"] and "hint:" in r["evalue"],
+              f"{code!r}: a clear error reply ({r.get('evalue', '')[:70]}...)")
+    r, outs = execute("b1 + b2 + k")
+    check(result(outs) == "44", "after the odd input the kernel works (a structured binding too)")
 
     # Interrupt (SIGINT, Jupyter's default interrupt_mode): the kernel survives it and says so.
     r, outs = execute("std::this_thread::sleep_for(std::chrono::milliseconds(1500));\n"
