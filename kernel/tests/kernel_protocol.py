@@ -6,8 +6,12 @@
 Driven by Debian's jupyter_client over zmq, as Jupyter, nbclient and JupyterLab drive it:
 kernel_info, is_complete, execute (stdout / stderr as stream messages, sent while the cell
 runs), a last expression's value, compile errors and uncaught C++ exceptions as error replies
-after which the kernel lives on, libgradlab preloaded, interrupt, shutdown. Prints one line per
-check and "kernel protocol: OK" at the end; exit 1 on the first failed check.
+after which the kernel lives on, libgradlab preloaded, the cells that killed or broke the kernel
+before its cells were rewritten (top-level lambdas, a failed cell that defined a struct), faults
+(SIGSEGV, SIGFPE, a stack overflow) and odd input as error replies, interrupt (a training loop
+stops with KeyboardInterrupt), shutdown, and a clang crash caught by the fork()ed compile (with
+XGRADLAB_REWRITE=0). Prints one line per check and "kernel protocol: OK" at the end; exit 1 on
+the first failed check.
 """
 
 import argparse
