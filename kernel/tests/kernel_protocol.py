@@ -9,7 +9,8 @@ runs), a last expression's value, compile errors and uncaught C++ exceptions as 
 after which the kernel lives on, libgradlab preloaded, the cells that killed or broke the kernel
 before its cells were rewritten (top-level lambdas, a failed cell that defined a struct), faults
 (SIGSEGV, SIGFPE, a stack overflow) and odd input as error replies, interrupt (a training loop
-stops with KeyboardInterrupt), shutdown, and a clang crash caught by the fork()ed compile (with
+stops with KeyboardInterrupt), a request with a wrong HMAC signature (refused), shutdown, and a
+clang crash caught by the fork()ed compile (with
 XGRADLAB_REWRITE=0). Prints one line per check and "kernel protocol: OK" at the end; exit 1 on
 the first failed check.
 """
@@ -192,6 +193,25 @@ def main():
               f"{code!r}: a clear error reply ({r.get('evalue', '')[:70]}...)")
     r, outs = execute("b1 + b2 + k")
     check(result(outs) == "44", "after the odd input the kernel works (a structured binding too)")
+
+    # A request signed with the wrong HMAC key is refused (no reply); the kernel lives on.
+    import queue
+    bad = km.client()
+    bad.session.key = b"not-the-kernel-key"
+    bad.start_channels()
+    bad_id = bad.execute("int forged_ran = 1;")
+    forged = False
+    try:
+        while True:
+            m = bad.get_shell_msg(timeout=3)
+            forged = forged or m["parent_header"].get("msg_id") == bad_id
+    except queue.Empty:
+        pass
+    bad.stop_channels()
+    r, outs = execute("forged_ran")  # had the forged cell run, this would show 1
+    check(not forged and km.is_alive() and r["status"] == "error" and
+          "undeclared identifier 'forged_ran'" in r["evalue"],
+          "a request signed with the wrong HMAC key gets no reply and runs nothing; the kernel lives")
 
     # Interrupt (SIGINT, Jupyter's default interrupt_mode): the kernel survives it and says so.
     r, outs = execute("std::this_thread::sleep_for(std::chrono::milliseconds(1500));\n"
