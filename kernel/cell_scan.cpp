@@ -8,26 +8,6 @@ namespace {
 
 bool is_ident(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; }
 
-// Removes comments and surrounding whitespace (for the "is anything left" test).
-std::string strip_comments(std::string_view s) {
-  std::string out;
-  for (std::size_t i = 0; i < s.size();) {
-    if (s.compare(i, 2, "//") == 0) {
-      while (i < s.size() && s[i] != '\n') ++i;
-    } else if (s.compare(i, 2, "/*") == 0) {
-      const std::size_t end = s.find("*/", i + 2);
-      i = end == std::string_view::npos ? s.size() : end + 2;
-      out += ' ';
-    } else {
-      out += s[i++];
-    }
-  }
-  const std::size_t b = out.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return {};
-  const std::size_t e = out.find_last_not_of(" \t\r\n");
-  return out.substr(b, e - b + 1);
-}
-
 }  // namespace
 
 CellScan scan_cell(std::string_view code) {
@@ -124,15 +104,6 @@ std::string completeness(std::string_view code) {
   const std::size_t e = code.find_last_not_of(" \t\r\n");
   if (e != std::string_view::npos && code[e] == '\\') return "incomplete";
   return "complete";
-}
-
-std::string trailing_expression(std::string_view code, std::size_t* prefix_end) {
-  const CellScan s = scan_cell(code);
-  if (s.open_literal || s.depth != 0 || s.min_depth < 0) return {};
-  std::string tail = strip_comments(code.substr(s.last_boundary));
-  if (tail.empty() || tail[0] == '#') return {};
-  if (prefix_end != nullptr) *prefix_end = s.last_boundary;
-  return std::string(code.substr(s.last_boundary));
 }
 
 }  // namespace xgradlab

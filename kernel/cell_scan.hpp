@@ -1,8 +1,8 @@
 #pragma once
 // A small C++ scanner for notebook cells (no clang needed, so it is unit-tested on its own):
 // bracket depth outside comments, strings and character literals, and where the last top-level
-// statement ends. The kernel uses it for is_complete and to find a trailing expression without
-// `;`, whose value it shows (`x.sum()` as a cell's last line displays the tensor).
+// statement ends. The kernel uses it for is_complete (the trailing expression whose value a cell
+// shows is found by the chunker of cell_rewrite.hpp).
 
 #include <cstddef>
 #include <string>
@@ -26,10 +26,5 @@ CellScan scan_cell(std::string_view code);
 
 /// "complete", "incomplete" or "invalid", as the Jupyter is_complete_reply says.
 std::string completeness(std::string_view code);
-
-/// The text after the last top-level statement when it is an expression to show: not empty once
-/// comments and spaces are removed, not a preprocessor line, and the cell is complete. Empty
-/// otherwise. `prefix_end` receives where that text starts.
-std::string trailing_expression(std::string_view code, std::size_t* prefix_end);
 
 }  // namespace xgradlab

@@ -13,6 +13,7 @@
 #include "gradlab/autograd/grad_mode.hpp"
 #include "gradlab/autograd/node.hpp"
 #include "gradlab/core/factories.hpp"
+#include "gradlab/core/interrupt.hpp"
 #include "gradlab/core/tensor_impl.hpp"
 
 namespace gradlab::autograd {
@@ -207,6 +208,8 @@ GradList dispatch(Node& n, GradList&& grads) {
     detail::RunningBackwardGuard running;  // the ops inside are checked as this node's backward
     try {
       return n.apply(std::move(grads));
+    } catch (const InterruptedError&) {
+      throw;  // a stop request, not an error of this node: it keeps its type (KeyboardInterrupt)
     } catch (const AutogradError&) {
       throw;
     } catch (const Error& e) {
@@ -296,6 +299,7 @@ TensorList run_backward(const TensorList& roots, const TensorList& root_grads, b
   for (const auto& [e, g] : starts) arrive(e, g);
 
   while (!ready.empty()) {
+    check_interrupt();  // a safe point between nodes (one relaxed load)
     Node* n = ready.top();
     ready.pop();
     auto out = run_node(*n, std::move(buffers[n].grads), retain_graph, create_graph, captures);

@@ -36,6 +36,7 @@
 
 #include "gradlab/autograd/grad_mode.hpp"
 #include "gradlab/autograd/record.hpp"
+#include "gradlab/core/interrupt.hpp"
 #include "gradlab/ops/op_traits.hpp"
 #include "gradlab/ops/trace_hook.hpp"
 
@@ -160,6 +161,7 @@ decltype(auto) autocast_arg(Amp amp, Widest w, T&& x, const Site& s) {
 /// record() without autocast.
 template <class OpT, class... Args>
 auto record_now(const Site& site, Args&&... args) {
+  check_interrupt();  // a safe point: nothing of this op has run yet (one relaxed load)
   std::vector<const Tensor*> inputs;
   (detail::collect(inputs, args), ...);
   const bool rec = should_record(inputs);
