@@ -1,6 +1,7 @@
 # ctest cxx17_headers_<compiler>: compiles checks/cxx17/cxx17_headers.cpp as C++17 with one
 # compiler (warnings are errors), links it against the C++20-built libgradlab, and runs it.
-# -D: COMPILER, SOURCE, INCLUDE_DIR, LIBRARY (libgradlab.so), WORK_DIR, EXTRA_FLAGS (optional).
+# -D: COMPILER, SOURCE, INCLUDE_DIR, LIBRARY (libgradlab.so), WORK_DIR, EXTRA_FLAGS (optional),
+#     PRELOAD (optional: a sanitizer runtime to LD_PRELOAD when the program runs).
 foreach(_v COMPILER SOURCE INCLUDE_DIR LIBRARY WORK_DIR)
   if(NOT DEFINED ${_v})
     message(FATAL_ERROR "run_cxx17.cmake: -D${_v}=... is required")
@@ -21,7 +22,11 @@ if(NOT _rc EQUAL 0)
                       "without warnings: no concepts / requires, <=>, designated initializers, "
                       "std::span, [[likely]] (use GRADLAB_LIKELY), std::source_location (use Site)")
 endif()
-execute_process(COMMAND "${_exe}" RESULT_VARIABLE _rc)
+if(PRELOAD)
+  execute_process(COMMAND "${CMAKE_COMMAND}" -E env "LD_PRELOAD=${PRELOAD}" "${_exe}" RESULT_VARIABLE _rc)
+else()
+  execute_process(COMMAND "${_exe}" RESULT_VARIABLE _rc)
+endif()
 if(NOT _rc EQUAL 0)
   message(FATAL_ERROR "cxx17: the C++17 program built by ${COMPILER} failed (exit ${_rc})")
 endif()
