@@ -30,6 +30,13 @@ if(NOT EXISTS "${_prefix}/include/gradlab/gradlab.hpp")
   message(FATAL_ERROR "install_consumer: ${_prefix}/include/gradlab/gradlab.hpp not installed")
 endif()
 
+# The LibTorch port path: include/gradlab/compat/torch/*.h (consumer: torch_consumer.cpp).
+foreach(_h torch types data nn optim script data/datasets/base)
+  if(NOT EXISTS "${_prefix}/include/gradlab/compat/torch/${_h}.h")
+    message(FATAL_ERROR "install_consumer: include/gradlab/compat/torch/${_h}.h not installed")
+  endif()
+endforeach()
+
 # The diagnose helpers say they are not installed; the digits data is (share/gradlab/data).
 if(EXISTS "${_prefix}/include/gradlab/diagnose/internal.hpp")
   message(FATAL_ERROR "install_consumer: gradlab/diagnose/internal.hpp, an internal header, was installed")
@@ -74,4 +81,16 @@ file(REAL_PATH "${_prefix}/share/gradlab/data" _data)
 string(FIND "${_out}" "data_dir: ${_data}" _at)
 if(_at EQUAL -1)
   message(FATAL_ERROR "install_consumer: the consumer did not read the installed data ${_data}")
+endif()
+
+# The LibTorch-style program, built through gradlab::torch_compat (include/gradlab/compat).
+if(MULTI_CONFIG)
+  set(_torch_exe "${_build}/${BUILD_TYPE}/gradlab_torch_consumer")
+else()
+  set(_torch_exe "${_build}/gradlab_torch_consumer")
+endif()
+execute_process(COMMAND "${_torch_exe}" RESULT_VARIABLE _rc OUTPUT_VARIABLE _out)
+message(STATUS "${_out}")
+if(NOT _rc EQUAL 0 OR NOT _out MATCHES "compat: OK")
+  message(FATAL_ERROR "install_consumer: step 'run torch_consumer' failed (${_rc})")
 endif()
