@@ -25,7 +25,8 @@ foreach(_row IN LISTS _listing)
   set(_id "${CMAKE_MATCH_1}")
   set(_mpi "${CMAKE_MATCH_3}")
   add_executable(${_id} "${_out}/${_id}.cpp")
-  target_link_libraries(${_id} PRIVATE gradlab::gradlab gradlab_warnings)
+  # gradlab::torch_compat: gradlab plus include/gradlab/compat (the README's <torch/torch.h>).
+  target_link_libraries(${_id} PRIVATE gradlab::torch_compat gradlab_warnings)
   add_test(NAME readme_program_${_id}
     COMMAND "${Python3_EXECUTABLE}" "${_tool}" run --id ${_id} --exe "$<TARGET_FILE:${_id}>"
     WORKING_DIRECTORY "${PROJECT_SOURCE_DIR}")
