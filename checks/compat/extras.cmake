@@ -15,3 +15,11 @@ if(GRADLAB_HAVE_LIBTORCH)
   target_link_libraries(harness_torch PRIVATE gradlab_torch gradlab_warnings GTest::gtest_main)
   gradlab_discover(harness_torch unit)
 endif()
+
+# torch/script.h compiles (a program that includes it but never loads builds unchanged); a call to
+# torch::jit::load does not, and its error says what gradlab offers instead (docs/libtorch_parity.md).
+add_test(NAME compat_script_h_jit_load_is_refused
+  COMMAND ${CMAKE_CXX_COMPILER} -std=c++20 -fsyntax-only "-I${PROJECT_SOURCE_DIR}/src"
+          "-I${PROJECT_SOURCE_DIR}/src/compat" "${CMAKE_CURRENT_SOURCE_DIR}/compat/fixture/jit_load.cpp")
+set_tests_properties(compat_script_h_jit_load_is_refused PROPERTIES LABELS unit
+  PASS_REGULAR_EXPRESSION "torch::jit::load: gradlab cannot load TorchScript archives")
