@@ -205,6 +205,100 @@ TEST(BatchNorm1d, GradientsAndErrors) {
   EXPECT_THAT(vals(bn->running_var), ElementsAre(1, 1, 1));
 }
 
+// ---- BatchNorm2d / 3d ----------------------------------------------------------------------------
+
+namespace {
+// The per-channel reference, by plain loops over x in [N, C, S] order (S = the spatial elements):
+// y = (x - mean_c) / sqrt(var_c + eps) * w_c + b_c with the biased variance; the running stats
+// after one step from (0, 1) with momentum 0.1 use the unbiased variance.
+struct BnRef {
+  std::vector<double> y, running_mean, running_var;
+};
+BnRef bn_reference(const std::vector<double>& x, int64_t N, int64_t C, int64_t S,
+                   const std::vector<double>& w, const std::vector<double>& b) {
+  BnRef r;
+  r.y.resize(x.size());
+  const double n = static_cast<double>(N * S);
+  for (int64_t c = 0; c < C; ++c) {
+    double m = 0, v = 0;
+    for (int64_t i = 0; i < N; ++i)
+      for (int64_t s = 0; s < S; ++s) m += x[static_cast<size_t>((i * C + c) * S + s)];
+    m /= n;
+    for (int64_t i = 0; i < N; ++i)
+      for (int64_t s = 0; s < S; ++s) {
+        const double d = x[static_cast<size_t>((i * C + c) * S + s)] - m;
+        v += d * d;
+      }
+    for (int64_t i = 0; i < N; ++i)
+      for (int64_t s = 0; s < S; ++s) {
+        const size_t k = static_cast<size_t>((i * C + c) * S + s);
+        r.y[k] = (x[k] - m) / std::sqrt(v / n + 1e-5) * w[static_cast<size_t>(c)] +
+                 b[static_cast<size_t>(c)];
+      }
+    r.running_mean.push_back(0.1 * m);
+    r.running_var.push_back(0.9 + 0.1 * v / (n - 1));
+  }
+  return r;
+}
+}  // namespace
+
+TEST(BatchNorm2d, TrainingStepMatchesPerChannelLoopsAndEvalUsesRunningStats) {
+  nn::BatchNorm2d bn(nn::BatchNorm2dOptions(3));
+  bn->to(kFloat64);
+  const std::vector<double> w{1.5, 0.5, -1.0}, b{0.1, -0.2, 0.3};
+  {
+    NoGradGuard ng;
+    bn->weight.copy_(d64(w, {3}));
+    bn->bias.copy_(d64(b, {3}));
+  }
+  Tensor x = rnd64({2, 3, 2, 5}, 31);
+  const BnRef r = bn_reference(vals(x), 2, 3, 10, w, b);
+  Tensor y = bn(x);
+  EXPECT_EQ(y.sizes(), (Shape{2, 3, 2, 5}));
+  EXPECT_THAT(vals(y), Near(r.y, 1e-12));
+  EXPECT_THAT(vals(bn->running_mean), Near(r.running_mean, 1e-14));
+  EXPECT_THAT(vals(bn->running_var), Near(r.running_var, 1e-14));
+  EXPECT_EQ(bn->num_batches_tracked.item<int64_t>(), 1);
+  // Eval: (x - running_mean) / sqrt(running_var + eps) * w + b, channel by channel.
+  bn->eval();
+  Tensor z = rnd64({1, 3, 2, 2}, 32);
+  const std::vector<double> zv = vals(z), got = vals(bn(z));
+  for (size_t k = 0; k < zv.size(); ++k) {
+    const size_t c = k / 4;
+    EXPECT_NEAR(got[k], (zv[k] - r.running_mean[c]) / std::sqrt(r.running_var[c] + 1e-5) * w[c] + b[c],
+                1e-12)
+        << "element " << k;
+  }
+  EXPECT_EQ(printed(*bn),
+            "BatchNorm2d(3, eps=1e-05, momentum=0.1, affine=true, track_running_stats=true)");
+}
+
+TEST(BatchNorm2d, GradientsAndErrors) {
+  nn::BatchNorm2d bn(2);
+  bn->to(kFloat64);
+  Tensor x = rnd64({3, 2, 2, 2}, 33);
+  EXPECT_TRUE(grad_ok([&](const TensorList& in) { return bn(in[0]); }, {x}, "BatchNorm2d train"));
+  Tensor c = rnd64({3, 2, 2, 2}, 34).detach();
+  auto loss = [&] { return sum(bn(x.detach()) * c); };
+  EXPECT_TRUE(param_grad_ok(loss, bn->weight));
+  EXPECT_TRUE(param_grad_ok(loss, bn->bias));
+  EXPECT_THROW_MSG(bn(zeros({3, 2, 4}, dtype(kFloat64))), ShapeError, "BatchNorm2d:",
+                   "expected a 4-D input", "[3, 2, 4]");
+  EXPECT_THROW_MSG(bn(zeros({3, 5, 2, 2}, dtype(kFloat64))), ShapeError, "BatchNorm2d:",
+                   "2 features", "[3, 5, 2, 2]");
+}
+
+TEST(BatchNorm3d, TrainingStepMatchesPerChannelLoops) {
+  nn::BatchNorm3d bn(2);
+  bn->to(kFloat64);
+  Tensor x = rnd64({2, 2, 2, 3, 2}, 35);
+  const BnRef r = bn_reference(vals(x), 2, 2, 12, {1.0, 1.0}, {0.0, 0.0});
+  EXPECT_THAT(vals(bn(x)), Near(r.y, 1e-12));
+  EXPECT_THAT(vals(bn->running_var), Near(r.running_var, 1e-14));
+  EXPECT_THROW_MSG(bn(zeros({2, 2, 3, 3}, dtype(kFloat64))), ShapeError, "BatchNorm3d:",
+                   "expected a 5-D input", "[2, 2, 3, 3]");
+}
+
 // ---- LayerNorm ---------------------------------------------------------------------------------
 
 TEST(LayerNorm, MatchesPyTorchSameInTrainAndEval) {

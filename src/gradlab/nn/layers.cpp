@@ -166,8 +166,10 @@ void DropoutImpl::pretty_print(std::ostream& os) const { os << "Dropout(p=" << o
 
 // ---- BatchNorm1d -----------------------------------------------------------------------------
 
-BatchNorm1dImpl::BatchNorm1dImpl(const BatchNormOptions& o) : options(o) {
-  check_positive("BatchNorm1d", "num_features", o.num_features());
+BatchNormImplBase::BatchNormImplBase(const BatchNormOptions& o, const char* name,
+                                     int64_t dim_lo, int64_t dim_hi, const char* layout)
+    : options(o), name_(name), dim_lo_(dim_lo), dim_hi_(dim_hi), layout_(layout) {
+  check_positive(name, "num_features", o.num_features());
   const int64_t C = o.num_features();
   if (o.affine()) {
     weight = register_parameter("weight", ones({C}));
@@ -180,7 +182,7 @@ BatchNorm1dImpl::BatchNorm1dImpl(const BatchNormOptions& o) : options(o) {
   }
 }
 
-void BatchNorm1dImpl::reset_running_stats() {
+void BatchNormImplBase::reset_running_stats() {
   if (!options.track_running_stats()) return;
   NoGradGuard no_grad;
   running_mean.zero_();
@@ -188,7 +190,7 @@ void BatchNorm1dImpl::reset_running_stats() {
   num_batches_tracked.zero_();
 }
 
-void BatchNorm1dImpl::reset_parameters() {
+void BatchNormImplBase::reset_parameters() {
   reset_running_stats();
   if (options.affine()) {
     init::ones_(weight);
@@ -196,14 +198,15 @@ void BatchNorm1dImpl::reset_parameters() {
   }
 }
 
-Tensor BatchNorm1dImpl::forward(const Tensor& input) {
-  check_input("BatchNorm1d", input);
-  GRADLAB_CHECK(input.dim() == 2 || input.dim() == 3, ShapeError, "BatchNorm1d",
-                "expected a 2-D or 3-D input",
-                "[N, " + std::to_string(options.num_features()) + "] or [N, " +
-                    std::to_string(options.num_features()) + ", L]",
+Tensor BatchNormImplBase::forward(const Tensor& input) {
+  check_input(name_, input);
+  GRADLAB_CHECK(input.dim() >= dim_lo_ && input.dim() <= dim_hi_, ShapeError, name_,
+                dim_lo_ == dim_hi_ ? "expected a " + std::to_string(dim_lo_) + "-D input"
+                                   : "expected a " + std::to_string(dim_lo_) + "-D or " +
+                                         std::to_string(dim_hi_) + "-D input",
+                std::string(layout_) + " with C = " + std::to_string(options.num_features()),
                 shape_str(input.sizes()));
-  GRADLAB_CHECK(input.size(1) == options.num_features(), ShapeError, "BatchNorm1d",
+  GRADLAB_CHECK(input.size(1) == options.num_features(), ShapeError, name_,
                 "the input's dim 1 must equal num_features",
                 "input with " + std::to_string(options.num_features()) + " features in dim 1",
                 shape_str(input.sizes()));
@@ -224,8 +227,8 @@ Tensor BatchNorm1dImpl::forward(const Tensor& input) {
                     options.eps());
 }
 
-void BatchNorm1dImpl::pretty_print(std::ostream& os) const {
-  os << "BatchNorm1d(" << options.num_features() << ", eps=" << options.eps() << ", momentum=";
+void BatchNormImplBase::pretty_print(std::ostream& os) const {
+  os << name_ << "(" << options.num_features() << ", eps=" << options.eps() << ", momentum=";
   if (options.momentum())
     os << *options.momentum();
   else

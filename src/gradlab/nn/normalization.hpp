@@ -1,5 +1,5 @@
 #pragma once
-// nn::BatchNorm1d and nn::LayerNorm.
+// nn::BatchNorm1d / 2d / 3d and nn::LayerNorm.
 
 #include <optional>
 
@@ -8,7 +8,7 @@
 
 namespace gradlab::nn {
 
-/// Options of nn::BatchNorm1d.
+/// Options of nn::BatchNorm1d, 2d and 3d.
 struct BatchNormOptions {
   BatchNormOptions(int64_t num_features) : num_features_(num_features) {}  // NOLINT
   GRADLAB_ARG(int64_t, num_features);
@@ -22,14 +22,15 @@ struct BatchNormOptions {
 };
 using BatchNorm1dOptions = BatchNormOptions;
 
-/// Normalizes each feature (dim 1) of [N, C] or [N, C, L]. Training: batch mean and biased
-/// variance, and running stats updated with momentum (unbiased variance). Eval: running stats.
+using BatchNorm2dOptions = BatchNormOptions;
+using BatchNorm3dOptions = BatchNormOptions;
+
+/// What BatchNorm1d/2d/3d share: parameters, buffers, running-stat updates; they differ only in
+/// the input rank they accept. Training: batch mean and biased variance, and running stats
+/// updated with momentum (unbiased variance). Eval: running stats.
 /// Buffers: running_mean, running_var, num_batches_tracked.
-class BatchNorm1dImpl : public Module {
+class BatchNormImplBase : public Module {
  public:
-  explicit BatchNorm1dImpl(const BatchNormOptions& options);
-  explicit BatchNorm1dImpl(int64_t num_features)
-      : BatchNorm1dImpl(BatchNormOptions(num_features)) {}
   Tensor forward(const Tensor& input);
   /// running_mean = 0, running_var = 1, num_batches_tracked = 0.
   void reset_running_stats();
@@ -40,8 +41,47 @@ class BatchNorm1dImpl : public Module {
   BatchNormOptions options;
   Tensor weight, bias;                                    ///< parameters (affine)
   Tensor running_mean, running_var, num_batches_tracked;  ///< buffers (track_running_stats)
+
+ protected:
+  /// name: "BatchNorm2d"; dims: the accepted input ranks; layout: how to say them in errors.
+  BatchNormImplBase(const BatchNormOptions& options, const char* name, int64_t dim_lo,
+                    int64_t dim_hi, const char* layout);
+
+ private:
+  const char* name_;
+  int64_t dim_lo_, dim_hi_;
+  const char* layout_;
+};
+
+/// Normalizes each feature (dim 1) of [N, C] or [N, C, L].
+class BatchNorm1dImpl : public BatchNormImplBase {
+ public:
+  explicit BatchNorm1dImpl(const BatchNormOptions& options)
+      : BatchNormImplBase(options, "BatchNorm1d", 2, 3, "[N, C] or [N, C, L]") {}
+  explicit BatchNorm1dImpl(int64_t num_features)
+      : BatchNorm1dImpl(BatchNormOptions(num_features)) {}
 };
 GRADLAB_MODULE(BatchNorm1d);
+
+/// Normalizes each channel (dim 1) of [N, C, H, W] over N, H and W.
+class BatchNorm2dImpl : public BatchNormImplBase {
+ public:
+  explicit BatchNorm2dImpl(const BatchNormOptions& options)
+      : BatchNormImplBase(options, "BatchNorm2d", 4, 4, "[N, C, H, W]") {}
+  explicit BatchNorm2dImpl(int64_t num_features)
+      : BatchNorm2dImpl(BatchNormOptions(num_features)) {}
+};
+GRADLAB_MODULE(BatchNorm2d);
+
+/// Normalizes each channel (dim 1) of [N, C, D, H, W] over N, D, H and W.
+class BatchNorm3dImpl : public BatchNormImplBase {
+ public:
+  explicit BatchNorm3dImpl(const BatchNormOptions& options)
+      : BatchNormImplBase(options, "BatchNorm3d", 5, 5, "[N, C, D, H, W]") {}
+  explicit BatchNorm3dImpl(int64_t num_features)
+      : BatchNorm3dImpl(BatchNormOptions(num_features)) {}
+};
+GRADLAB_MODULE(BatchNorm3d);
 
 /// Options of nn::LayerNorm.
 struct LayerNormOptions {
