@@ -16,6 +16,7 @@
 #include "gradlab/core/error.hpp"
 #include "gradlab/core/factories.hpp"
 #include "gradlab/core/generator.hpp"
+#include "gradlab/core/indexing.hpp"
 #include "gradlab/core/options.hpp"
 #include "gradlab/core/scalar.hpp"
 #include "gradlab/core/shape.hpp"

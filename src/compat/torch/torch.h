@@ -8,6 +8,7 @@
 #include <gradlab/gradlab.hpp>
 
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -49,6 +50,14 @@ inline void warn(const char* file, int line, const std::string& msg) {
 }
 
 }  // namespace gradlab::compat_detail
+
+namespace gradlab {
+/// torch::str("a", 1, 2.0): the parts streamed into one string (c10::str).
+using compat_detail::str;
+/// torch::optional / torch::nullopt are std's (LibTorch 1.13's c10::optional is std-like).
+using std::nullopt;
+using std::optional;
+}  // namespace gradlab
 
 #ifndef TORCH_MODULE
 /// LibTorch's holder macro: TORCH_MODULE(Net) declares Net holding a std::shared_ptr<NetImpl>.

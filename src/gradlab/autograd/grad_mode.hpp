@@ -26,6 +26,14 @@ class NoGradGuard : public AutoGradMode {
   NoGradGuard() : AutoGradMode(false) {}
 };
 
+/// LibTorch's c10::InferenceMode guard: InferenceMode(true) (the default) records no graph, as
+/// NoGradGuard; InferenceMode(false) records. NOTE: LibTorch also marks tensors made inside as
+/// inference tensors that autograd later refuses; gradlab's are ordinary tensors.
+class InferenceMode : public AutoGradMode {
+ public:
+  explicit InferenceMode(bool enabled = true) : AutoGradMode(!enabled) {}
+};
+
 /// Turns recording back on inside a NoGradGuard scope.
 class EnableGradGuard : public AutoGradMode {
  public:

@@ -16,7 +16,7 @@ bool Tensor::requires_grad() const {
   return defined() && (impl_->autograd.requires_grad || impl_->autograd.grad_fn != nullptr);
 }
 
-Tensor& Tensor::requires_grad_(bool r) {
+const Tensor& Tensor::requires_grad_(bool r) const {
   check_defined("requires_grad_");
   if (!is_leaf()) {
     GRADLAB_CHECK(r, AutogradError, "requires_grad_",
@@ -36,11 +36,11 @@ const Tensor& Tensor::grad() const {
   check_defined("grad");
   return impl_->autograd.grad;
 }
-Tensor& Tensor::mutable_grad() {
+Tensor& Tensor::mutable_grad() const {
   check_defined("mutable_grad");
   return impl_->autograd.grad;
 }
-void Tensor::zero_grad(bool set_to_none) {
+void Tensor::zero_grad(bool set_to_none) const {
   Tensor& g = mutable_grad();
   if (!g.defined()) return;
   if (set_to_none) {
@@ -57,7 +57,7 @@ std::shared_ptr<autograd::Node> Tensor::grad_fn() const {
 }
 uint32_t Tensor::output_nr() const { return defined() ? impl_->autograd.output_nr : 0; }
 
-void Tensor::retain_grad() {
+void Tensor::retain_grad() const {
   check_defined("retain_grad");
   GRADLAB_CHECK(requires_grad(), AutogradError, "retain_grad",
                 "can't retain_grad on a tensor that has requires_grad=false",
@@ -74,7 +74,7 @@ void Tensor::backward(const Tensor& gradient, std::optional<bool> retain_graph, 
   autograd::backward({*this}, {gradient}, retain_graph, create_graph, site);
 }
 
-unsigned Tensor::register_hook(GradHook hook) {
+unsigned Tensor::register_hook(GradHook hook) const {
   check_defined("register_hook");
   GRADLAB_CHECK(requires_grad(), AutogradError, "register_hook",
                 "cannot register a hook on a tensor that doesn't require gradient",
@@ -85,14 +85,14 @@ unsigned Tensor::register_hook(GradHook hook) {
   return id;
 }
 
-unsigned Tensor::register_hook(std::function<void(const Tensor&)> hook) {
+unsigned Tensor::register_hook(std::function<void(const Tensor&)> hook) const {
   return register_hook(GradHook([h = std::move(hook)](const Tensor& g) {
     h(g);
     return Tensor();
   }));
 }
 
-unsigned Tensor::register_post_accumulate_grad_hook(std::function<void(Tensor&)> hook) {
+unsigned Tensor::register_post_accumulate_grad_hook(std::function<void(Tensor&)> hook) const {
   check_defined("register_post_accumulate_grad_hook");
   GRADLAB_CHECK(requires_grad(), AutogradError, "register_post_accumulate_grad_hook",
                 "cannot register a hook on a tensor that doesn't require gradient",
@@ -106,7 +106,7 @@ unsigned Tensor::register_post_accumulate_grad_hook(std::function<void(Tensor&)>
   return id;
 }
 
-void Tensor::remove_hook(unsigned handle) {
+void Tensor::remove_hook(unsigned handle) const {
   check_defined("remove_hook");
   auto drop = [handle](auto& v) {
     std::erase_if(v, [handle](const auto& p) { return p.first == handle; });
@@ -124,7 +124,7 @@ Tensor Tensor::detach() const {
   return t;
 }
 
-Tensor& Tensor::detach_() {
+const Tensor& Tensor::detach_() const {
   check_defined("detach_");
   impl_->autograd.grad_fn = nullptr;
   impl_->autograd.requires_grad = false;

@@ -36,6 +36,12 @@ bool is_low(const Tensor& t) { return t.defined() && (t.dtype() == kFloat16 || t
 Tensor wide(const Tensor& t) { return is_low(t) ? cast(t, kFloat32) : t; }
 // A float32 result back in `dt` (bool and int64 results, e.g. comparisons, stay as they are).
 Tensor narrow(const Tensor& t, ScalarType dt) { return t.defined() && t.dtype() == kFloat32 ? cast(t, dt) : t; }
+
+// uint8 is storage only (kByte images and masks): no kernel computes in it.
+void check_computable(const Tensor& t, const char* kernel) {
+  GRADLAB_CHECK(!t.defined() || t.dtype() != kUInt8, DTypeError, kernel, "dtype uint8 has no compute kernel",
+                "float32, float64, int64 or bool", "uint8", "convert with .to(kFloat32) first (uint8 is storage only)");
+}
 }  // namespace
 
 #define GRADLAB_ON(dev_tensor, FAMILY, CALL)                                      \
@@ -46,14 +52,19 @@ Tensor narrow(const Tensor& t, ScalarType dt) { return t.defined() && t.dtype() 
   } while (0)
 
 Tensor unary(Unary op, const Tensor& x, double p0, double p1) {
+  check_computable(x, "unary kernel");
   if (is_low(x)) return narrow(unary(op, wide(x), p0, p1), x.dtype());
   GRADLAB_ON(x, Elementwise, unary(op, x, p0, p1));
 }
 Tensor binary(Binary op, const Tensor& a, const Tensor& b) {
+  check_computable(a, "binary kernel");
+  check_computable(b, "binary kernel");
   if (is_low(a)) return narrow(binary(op, wide(a), wide(b)), a.dtype());
   GRADLAB_ON(a, Elementwise, binary(op, a, b));
 }
-void binary_(Binary op, Tensor& out, const Tensor& b) {
+void binary_(Binary op, const Tensor& out, const Tensor& b) {
+  check_computable(out, "binary kernel");
+  check_computable(b, "binary kernel");
   if (is_low(out)) {
     Tensor w = wide(out);
     binary_(op, w, wide(b));
@@ -63,6 +74,7 @@ void binary_(Binary op, Tensor& out, const Tensor& b) {
 }
 void fill(const Tensor& dst, const Scalar& v) { GRADLAB_ON(dst, Elementwise, fill(dst, v)); }
 Tensor where(const Tensor& c, const Tensor& a, const Tensor& b) {
+  check_computable(a, "where");
   if (is_low(a)) return narrow(where(c, wide(a), wide(b)), a.dtype());
   GRADLAB_ON(a, Elementwise, where(c, a, b));
 }
@@ -98,6 +110,7 @@ Tensor cast(const Tensor& x, ScalarType dtype) {
 }
 
 Tensor reduce(Reduce op, const Tensor& x, const Dims& dims, bool keepdim) {
+  check_computable(x, "reduce");
   if (is_low(x)) return narrow(reduce(op, wide(x), dims, keepdim), x.dtype());  // accumulates in float32
   GRADLAB_ON(x, Reductions, reduce(op, x, dims, keepdim));
 }

@@ -19,7 +19,7 @@ using cpu::Window2d;
 
 Tensor unary(Unary op, const Tensor& x, double p0 = 0, double p1 = 0);
 Tensor binary(Binary op, const Tensor& a, const Tensor& b);
-void binary_(Binary op, Tensor& out, const Tensor& b);
+void binary_(Binary op, const Tensor& out, const Tensor& b);
 /// dst[i] = src[i]; dst and src may be on different devices (and of any dtype, half included).
 void copy(const Tensor& dst, const Tensor& src);
 void fill(const Tensor& dst, const Scalar& v);

@@ -27,7 +27,7 @@ decltype(auto) visit_dtype(ScalarType dt, const char* op, F&& f) {
       throw DTypeError(
           error_message(op, "dtype " + to_string(dt) + " has no compute kernel",
                         "float32, float64, int64 or bool", to_string(dt),
-                        "convert with .to(kFloat32) first (half types are storage only)"));
+                        "convert with .to(kFloat32) first (half types and uint8 are storage only)"));
   }
 }
 

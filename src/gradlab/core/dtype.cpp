@@ -1,5 +1,7 @@
 #include "gradlab/core/dtype.hpp"
 
+#include <ostream>
+
 #include "gradlab/core/error.hpp"
 
 namespace gradlab {
@@ -9,7 +11,8 @@ std::size_t element_size(ScalarType t) {
     case kFloat32: return 4;
     case kFloat64: return 8;
     case kInt64: return 8;
-    case kBool: return 1;
+    case kBool:
+    case kUInt8: return 1;
     case kFloat16:
     case kBFloat16: return 2;
   }
@@ -24,9 +27,12 @@ std::string to_string(ScalarType t) {
     case kBool: return "bool";
     case kFloat16: return "float16";
     case kBFloat16: return "bfloat16";
+    case kUInt8: return "uint8";
   }
   return "unknown";
 }
+
+std::ostream& operator<<(std::ostream& os, ScalarType t) { return os << to_string(t); }
 
 bool is_floating_point(ScalarType t) {
   return t == kFloat32 || t == kFloat64 || t == kFloat16 || t == kBFloat16;
@@ -39,11 +45,12 @@ ScalarType promote_types(ScalarType a, ScalarType b) {
   auto rank = [](ScalarType t) {
     switch (t) {
       case kBool: return 0;
-      case kInt64: return 1;
+      case kUInt8: return 1;
+      case kInt64: return 2;
       case kFloat16:
-      case kBFloat16: return 2;
-      case kFloat32: return 3;
-      case kFloat64: return 4;
+      case kBFloat16: return 3;
+      case kFloat32: return 4;
+      case kFloat64: return 5;
     }
     return 0;
   };

@@ -3,12 +3,13 @@
 // float16/bfloat16 are stored as such; ops compute on them through float32 (backend/kernels.cpp).
 
 #include <cstdint>
+#include <iosfwd>
 #include <string>
 #include <type_traits>
 
 namespace gradlab {
 
-enum class ScalarType : int8_t { Float32, Float64, Int64, Bool, Float16, BFloat16 };
+enum class ScalarType : int8_t { Float32, Float64, Int64, Bool, Float16, BFloat16, UInt8 };
 using Dtype = ScalarType;
 
 inline constexpr ScalarType kFloat32 = ScalarType::Float32;
@@ -21,11 +22,18 @@ inline constexpr ScalarType kBool = ScalarType::Bool;
 inline constexpr ScalarType kFloat16 = ScalarType::Float16;
 inline constexpr ScalarType kHalf = ScalarType::Float16;
 inline constexpr ScalarType kBFloat16 = ScalarType::BFloat16;
+/// uint8 (LibTorch's kByte): storage only, for image bytes and masks read from files. Ops
+/// compute on it after a conversion (`x.to(kFloat32)`); a kernel given uint8 says so. Combined
+/// with another dtype it promotes like an integer (uint8 + float32 -> float32).
+inline constexpr ScalarType kUInt8 = ScalarType::UInt8;
+inline constexpr ScalarType kByte = ScalarType::UInt8;
 
 /// Bytes per element.
 std::size_t element_size(ScalarType t);
-/// "float32", "float64", "int64", "bool", "float16", "bfloat16".
+/// "float32", "float64", "int64", "bool", "float16", "bfloat16", "uint8".
 std::string to_string(ScalarType t);
+/// Prints to_string(t), as LibTorch's `std::cout << x.dtype()` ("float32" here, "float" there).
+std::ostream& operator<<(std::ostream& os, ScalarType t);
 /// float32, float64, float16, bfloat16.
 bool is_floating_point(ScalarType t);
 /// float32 or float64: the dtypes the kernels compute in (half types are widened to float32).
@@ -41,6 +49,7 @@ constexpr ScalarType dtype_of() {
   if constexpr (std::is_same_v<T, float>) return kFloat32;
   else if constexpr (std::is_same_v<T, double>) return kFloat64;
   else if constexpr (std::is_same_v<T, bool>) return kBool;
+  else if constexpr (std::is_same_v<T, uint8_t>) return kUInt8;
   else {
     static_assert(std::is_integral_v<T>, "dtype_of: unsupported C++ type");
     return kInt64;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <numeric>
 
 #include "gradlab/core/dispatch.hpp"
@@ -152,6 +153,114 @@ Tensor randint(int64_t low, int64_t high, const Shape& shape, TensorOptions o, G
   return generate(shape, o, "randint", [&] { return static_cast<double>(g.randint(low, high)); });
 }
 
+Tensor randint(int64_t high, const Shape& shape, TensorOptions o, Generator* gen) {
+  return randint(0, high, shape, o, gen);
+}
+
+// Per row: with replacement, k draws by inverting the CDF of w / Σw; without, k sequential draws
+// each from the weights left (a drawn class's weight becomes 0), as torch.multinomial samples.
+Tensor multinomial(const Tensor& probs, int64_t k, bool replacement, Generator* gen) {
+  GRADLAB_CHECK(probs.defined(), ValueError, "multinomial", "probs is undefined", "a tensor", "undefined");
+  GRADLAB_CHECK(probs.dim() == 1 || probs.dim() == 2, ShapeError, "multinomial", "prob_dist must be 1 or 2 dim",
+                "[C] or [N, C]", probs.describe());
+  GRADLAB_CHECK(is_floating_point(probs.dtype()), DTypeError, "multinomial", "probs must be a floating point tensor",
+                "float32 or float64", to_string(probs.dtype()));
+  const int64_t rows = probs.dim() == 1 ? 1 : probs.size(0), c = probs.size(-1);
+  GRADLAB_CHECK(c > 0, ShapeError, "multinomial", "number of categories cannot be zero", "C >= 1", probs.describe());
+  GRADLAB_CHECK(k > 0, ValueError, "multinomial", "cannot sample n_sample <= 0 samples", "num_samples >= 1",
+                std::to_string(k));
+  GRADLAB_CHECK(replacement || k <= c, ValueError, "multinomial",
+                "cannot sample n_sample > prob_dist.size(-1) samples without replacement",
+                "num_samples <= " + std::to_string(c), std::to_string(k), "pass replacement=true");
+  Generator& g = gen ? *gen : default_generator();
+  const std::vector<double> w = probs.cpu().to_vector<double>();
+  std::vector<int64_t> out;
+  out.reserve(static_cast<size_t>(rows * k));
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<double> p(w.begin() + r * c, w.begin() + (r + 1) * c);
+    double total = 0;
+    int64_t positive = 0;
+    for (double x : p) {
+      GRADLAB_CHECK(std::isfinite(x) && x >= 0, ValueError, "multinomial",
+                    "probability tensor contains either inf, nan or element < 0", "finite weights >= 0",
+                    "row " + std::to_string(r) + " has " + std::to_string(x));
+      total += x;
+      positive += x > 0;
+    }
+    GRADLAB_CHECK(total > 0, ValueError, "multinomial", "invalid multinomial distribution (sum of probabilities <= 0)",
+                  "a row with a positive weight", "row " + std::to_string(r) + " sums to 0");
+    GRADLAB_CHECK(replacement || k <= positive, ValueError, "multinomial",
+                  "invalid multinomial distribution (with replacement=False, not enough non-negative category to sample)",
+                  std::to_string(k) + " positive weights", std::to_string(positive) + " in row " + std::to_string(r));
+    for (int64_t j = 0; j < k; ++j) {
+      const double u = g.uniform() * total;
+      double acc = 0;
+      int64_t pick = c - 1;
+      for (int64_t i = 0; i < c; ++i) {
+        acc += p[static_cast<size_t>(i)];
+        if (u < acc && p[static_cast<size_t>(i)] > 0) {
+          pick = i;
+          break;
+        }
+      }
+      while (p[static_cast<size_t>(pick)] <= 0) --pick;  // u rounded onto the end: the last positive class
+      out.push_back(pick);
+      if (!replacement) {
+        total -= p[static_cast<size_t>(pick)];
+        p[static_cast<size_t>(pick)] = 0;
+        if (total <= 0) {  // rounding: recompute from the weights left
+          total = 0;
+          for (double x : p) total += x;
+        }
+      }
+    }
+  }
+  Shape shape = probs.dim() == 1 ? Shape{k} : Shape{rows, k};
+  return from_vector(out, shape, TensorOptions().device(probs.device()));
+}
+
+namespace {
+Tensor blob(void* data, const Shape& sizes, const Strides& strides, std::function<void(void*)> deleter,
+            TensorOptions o) {
+  GRADLAB_CHECK(data != nullptr || numel_of(sizes) == 0, ValueError, "from_blob", "data is a null pointer",
+                "a pointer to the caller's memory", "nullptr");
+  GRADLAB_CHECK(!o.device().is_cuda(), DeviceError, "from_blob", "only CPU memory can be wrapped",
+                "a CPU pointer", "a " + o.device().str() + " device", "wrap on the CPU, then .to(kCUDA)");
+  GRADLAB_CHECK(strides.size() == sizes.size(), ShapeError, "from_blob", "one stride per size",
+                std::to_string(sizes.size()) + " strides", std::to_string(strides.size()));
+  int64_t extent = 1;  // elements spanned: 1 + Σ (size - 1) * stride
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    GRADLAB_CHECK(sizes[i] >= 0 && strides[i] >= 0, ShapeError, "from_blob", "negative size or stride",
+                  "sizes and strides >= 0", shape_str(sizes) + " / " + shape_str(strides));
+    if (sizes[i] == 0) extent = 0;
+    if (extent > 0) extent += (sizes[i] - 1) * strides[i];
+  }
+  const ScalarType dt = o.dtype();
+  const size_t es = element_size(dt);
+  GRADLAB_CHECK(reinterpret_cast<std::uintptr_t>(data) % es == 0, ValueError, "from_blob",
+                "data is not aligned to its element size", std::to_string(es) + "-byte aligned",
+                "address " + std::to_string(reinterpret_cast<std::uintptr_t>(data)));
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::make_shared<Storage>(data, static_cast<size_t>(extent) * es, std::move(deleter));
+  impl->sizes = sizes;
+  impl->strides = strides;
+  impl->dtype = dt;
+  Tensor t(std::move(impl));
+  if (o.requires_grad()) t.requires_grad_(true);
+  return t;
+}
+}  // namespace
+
+Tensor from_blob(void* data, const Shape& sizes, TensorOptions o) {
+  return blob(data, sizes, contiguous_strides(sizes), {}, o);
+}
+Tensor from_blob(void* data, const Shape& sizes, const Strides& strides, TensorOptions o) {
+  return blob(data, sizes, strides, {}, o);
+}
+Tensor from_blob(void* data, const Shape& sizes, std::function<void(void*)> deleter, TensorOptions o) {
+  return blob(data, sizes, contiguous_strides(sizes), std::move(deleter), o);
+}
+
 Tensor randperm(int64_t n, Generator* gen) {
   Generator& g = gen ? *gen : default_generator();
   GRADLAB_CHECK(n >= 0, ValueError, "randperm", "n must be non-negative", "n >= 0", std::to_string(n));
@@ -211,43 +320,49 @@ Tensor from_vector(const std::vector<int64_t>& v, const Shape& s, TensorOptions 
 Tensor from_vector(const std::vector<bool>& v, const Shape& s, TensorOptions o) { return from_values(v, s, o, kBool); }
 
 namespace {
-template <class T>
-Tensor nested(std::initializer_list<std::initializer_list<T>> values, TensorOptions o, ScalarType natural) {
-  std::vector<double> flat;
-  size_t cols = values.size() ? values.begin()->size() : 0;
-  for (auto& row : values) {
-    GRADLAB_CHECK(row.size() == cols, ShapeError, "tensor", "rows of different lengths",
-                  std::to_string(cols) + " values per row", std::to_string(row.size()));
-    for (auto x : row) flat.push_back(static_cast<double>(x));
+// The dtype of literal numbers: bool if all are bool, int64 if all are integers (or bool), else
+// the default floating dtype (an empty list too, as LibTorch).
+ScalarType literal_dtype(const std::vector<Scalar>& flat) {
+  bool all_bool = true, any_float = false;
+  for (const Scalar& x : flat) {
+    all_bool = all_bool && x.is_boolean();
+    any_float = any_float || x.is_floating_point();
   }
-  if (!o.has_dtype()) o = o.dtype(natural);
-  return from_vector(flat, {static_cast<int64_t>(values.size()), static_cast<int64_t>(cols)}, o);
+  return flat.empty() || any_float ? default_dtype() : all_bool ? kBool : kInt64;
 }
 }  // namespace
 
-Tensor tensor(std::initializer_list<double> v, TensorOptions o) {
-  return from_vector(std::vector<double>(v), {static_cast<int64_t>(v.size())}, o);
+TensorData::TensorData(std::initializer_list<TensorData> items) {
+  const TensorData* first = items.size() ? items.begin() : nullptr;
+  shape_ = {static_cast<int64_t>(items.size())};
+  if (first) shape_.insert(shape_.end(), first->shape_.begin(), first->shape_.end());
+  for (const TensorData& item : items) {
+    GRADLAB_CHECK(item.shape_ == first->shape_, ShapeError, "tensor",
+                  "the items of a brace list have different shapes (a ragged list)",
+                  "every item of shape " + shape_str(first->shape_), "an item of shape " + shape_str(item.shape_),
+                  "every inner brace list must have the same length");
+    values_.insert(values_.end(), item.values_.begin(), item.values_.end());
+  }
 }
-Tensor tensor(std::initializer_list<std::initializer_list<double>> v, TensorOptions o) { return nested(v, o, default_dtype()); }
-Tensor tensor(std::initializer_list<int> v, TensorOptions o) {
-  return from_vector(std::vector<int64_t>(v.begin(), v.end()), {static_cast<int64_t>(v.size())}, o);
+
+void TensorData::check_row(size_t got, size_t want) {
+  GRADLAB_CHECK(got == want, ShapeError, "tensor", "the rows have different lengths (a ragged list)",
+                std::to_string(want) + " values per row", std::to_string(got));
 }
-Tensor tensor(std::initializer_list<std::initializer_list<int>> v, TensorOptions o) { return nested(v, o, kInt64); }
-Tensor tensor(std::initializer_list<int64_t> v, TensorOptions o) {
-  return from_vector(std::vector<int64_t>(v), {static_cast<int64_t>(v.size())}, o);
-}
-Tensor tensor(std::initializer_list<bool> v, TensorOptions o) {
-  return from_vector(std::vector<bool>(v), {static_cast<int64_t>(v.size())}, o);
-}
-Tensor tensor(std::initializer_list<std::initializer_list<bool>> v, TensorOptions o) { return nested(v, o, kBool); }
-Tensor tensor(double value, TensorOptions o) { return from_vector(std::vector<double>{value}, {}, o); }
-Tensor tensor(const std::vector<double>& v, TensorOptions o) { return from_vector(v, {static_cast<int64_t>(v.size())}, o); }
-Tensor tensor(const std::vector<float>& v, TensorOptions o) {
-  return from_vector(std::vector<double>(v.begin(), v.end()), {static_cast<int64_t>(v.size())}, o);
-}
-Tensor tensor(const std::vector<int64_t>& v, TensorOptions o) { return from_vector(v, {static_cast<int64_t>(v.size())}, o); }
-Tensor tensor(const std::vector<int>& v, TensorOptions o) {
-  return from_vector(std::vector<int64_t>(v.begin(), v.end()), {static_cast<int64_t>(v.size())}, o);
+
+Tensor tensor(const TensorData& data, TensorOptions o) {
+  const std::vector<Scalar>& flat = data.values();
+  if (!o.has_dtype())
+    o = o.dtype(flat.empty() && data.element() ? data.element()->natural_dtype() : literal_dtype(flat));
+  // NOTE: integers above 2^53 would round through double: int64 tensors take int64 values.
+  if (o.dtype() == kInt64) {
+    std::vector<int64_t> ints;
+    for (const Scalar& x : flat) ints.push_back(x.to_long());
+    return from_vector(ints, data.shape(), o);
+  }
+  std::vector<double> values;
+  for (const Scalar& x : flat) values.push_back(x.to_double());
+  return from_vector(values, data.shape(), o);
 }
 
 }  // namespace gradlab

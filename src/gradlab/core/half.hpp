@@ -140,6 +140,9 @@ GRADLAB_HD inline D convert(S s) {
     return s;
   } else if constexpr (std::is_same_v<D, int64_t> && !std::is_integral_v<S>) {
     return saturating_int64(Conv<S>::to_double(s));
+  } else if constexpr (std::is_same_v<D, uint8_t> && !std::is_integral_v<S>) {
+    // through int64 (saturating), then modulo 256 as PyTorch's x86 cast: 256.0 -> 0, -1.0 -> 255
+    return static_cast<uint8_t>(saturating_int64(Conv<S>::to_double(s)));
   } else if constexpr (kHalfType<S> || kHalfType<D>) {
     return Conv<D>::from_double(Conv<S>::to_double(s));
   } else {
@@ -147,7 +150,7 @@ GRADLAB_HD inline D convert(S s) {
   }
 }
 
-/// Calls `f.template operator()<T>()` with T the storage type of `dt` (all six dtypes).
+/// Calls `f.template operator()<T>()` with T the storage type of `dt` (all seven dtypes).
 template <class F>
 decltype(auto) visit_storage_dtype(ScalarType dt, F&& f) {
   switch (dt) {
@@ -157,6 +160,7 @@ decltype(auto) visit_storage_dtype(ScalarType dt, F&& f) {
     case kBool: return f.template operator()<bool>();
     case kFloat16: return f.template operator()<Half>();
     case kBFloat16: return f.template operator()<BFloat16>();
+    case kUInt8: return f.template operator()<uint8_t>();
   }
   return f.template operator()<float>();
 }

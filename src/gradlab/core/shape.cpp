@@ -1,5 +1,7 @@
 #include "gradlab/core/shape.hpp"
 
+#include <ostream>
+
 #include "gradlab/core/error.hpp"
 
 namespace gradlab {
@@ -12,6 +14,8 @@ std::string shape_str(const Shape& s) {
   }
   return r + "]";
 }
+
+std::ostream& operator<<(std::ostream& os, const Shape& s) { return os << shape_str(s); }
 
 int64_t numel_of(const Shape& s) {
   int64_t n = 1;

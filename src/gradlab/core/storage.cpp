@@ -328,7 +328,14 @@ Storage::Storage(std::size_t nbytes, Device device) : nbytes_(nbytes), device_(d
   }
 }
 
+Storage::Storage(void* external, std::size_t nbytes, std::function<void(void*)> deleter)
+    : data_(external), nbytes_(nbytes), external_(true), deleter_(std::move(deleter)), device_(Device(kCPU)) {}
+
 Storage::~Storage() {
+  if (external_) {
+    if (deleter_) deleter_(data_);
+    return;
+  }
   if (!data_) return;
   if (device_.is_cuda()) dispatch::cuda_memory("Storage").free(data_);
   else give_back(data_, nbytes_);

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,6 +18,9 @@ class Storage {
  public:
   /// Allocates `nbytes` (64-byte aligned, uninitialized) on `device`.
   Storage(std::size_t nbytes, Device device);
+  /// Wraps CPU memory gradlab does not own (from_blob): never freed here; `deleter(data)` runs
+  /// when the last tensor on it goes, when given. Not counted in memory::allocated().
+  Storage(void* external, std::size_t nbytes, std::function<void(void*)> deleter);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -39,6 +43,8 @@ class Storage {
  private:
   void* data_ = nullptr;
   std::size_t nbytes_ = 0;
+  bool external_ = false;
+  std::function<void(void*)> deleter_;
   Device device_;
   uint32_t version_ = 0;
   Site last_write_ = Site::unknown();

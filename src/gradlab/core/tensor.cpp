@@ -88,6 +88,8 @@ template const float* Tensor::data_ptr<const float>() const;
 template const double* Tensor::data_ptr<const double>() const;
 template const int64_t* Tensor::data_ptr<const int64_t>() const;
 template const bool* Tensor::data_ptr<const bool>() const;
+template uint8_t* Tensor::data_ptr<uint8_t>() const;
+template const uint8_t* Tensor::data_ptr<const uint8_t>() const;
 
 namespace {
 // The same values in a CPU tensor (a copy from the device for CUDA tensors).

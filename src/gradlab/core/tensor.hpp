@@ -25,6 +25,10 @@ namespace gradlab {
 class Storage;
 struct TensorImpl;
 class Tensor;
+class Generator;
+namespace indexing {
+class TensorIndex;
+}
 namespace autograd {
 class Node;
 }
@@ -83,13 +87,13 @@ class Tensor {
   // ---- autograd (defined in autograd/tensor_autograd.cpp) --------------------------------
   bool requires_grad() const;
   /// Marks a leaf as requiring grad (error on a non-leaf turning it off, as in PyTorch).
-  Tensor& requires_grad_(bool r = true);
+  const Tensor& requires_grad_(bool r = true) const;
   /// The accumulated gradient (undefined until a backward reaches it).
   const Tensor& grad() const;
   /// The gradient slot itself, to assign or reset it.
-  Tensor& mutable_grad();
+  Tensor& mutable_grad() const;
   /// Clears .grad: to none (default, as optimizers do) or to zeros.
-  void zero_grad(bool set_to_none = true);
+  void zero_grad(bool set_to_none = true) const;
   /// Leaves are tensors made by the user (or not requiring grad); only leaves get .grad.
   bool is_leaf() const;
   /// The node that made this tensor, or nullptr for a leaf.
@@ -97,20 +101,20 @@ class Tensor {
   /// Which output of grad_fn this tensor is.
   uint32_t output_nr() const;
   /// Keeps .grad on a non-leaf after backward.
-  void retain_grad();
+  void retain_grad() const;
   bool retains_grad() const;
   /// Backpropagates from this tensor. A non-scalar needs `gradient`. Errors name `site`.
   void backward(const Tensor& gradient = {}, std::optional<bool> retain_graph = std::nullopt,
                 bool create_graph = false, Site site = {}) const;
   /// Calls `hook(grad)` when this tensor's gradient is computed; a defined result replaces it.
   /// Returns a handle for remove_hook.
-  unsigned register_hook(GradHook hook);
+  unsigned register_hook(GradHook hook) const;
   /// Same, for a hook that only looks.
-  unsigned register_hook(std::function<void(const Tensor&)> hook);
+  unsigned register_hook(std::function<void(const Tensor&)> hook) const;
   /// A lambda: one returning a Tensor may replace the gradient, one returning void only looks.
   /// NOTE: without this, a Tensor-returning lambda converts to both std::function overloads.
   template <class F, std::enable_if_t<std::is_invocable_v<F&, const Tensor&>, int> = 0>
-  unsigned register_hook(F&& hook) {
+  unsigned register_hook(F&& hook) const {
     if constexpr (std::is_void_v<std::invoke_result_t<F&, const Tensor&>>)
       return register_hook(std::function<void(const Tensor&)>(std::forward<F>(hook)));
     else
@@ -119,12 +123,12 @@ class Tensor {
   /// On a leaf that requires grad: calls `hook(leaf)` each time backward has accumulated into
   /// leaf.grad (PyTorch's register_post_accumulate_grad_hook; DistributedDataParallel starts its
   /// gradient all-reduce from it). Returns a handle for remove_hook.
-  unsigned register_post_accumulate_grad_hook(std::function<void(Tensor&)> hook);
-  void remove_hook(unsigned handle);
+  unsigned register_post_accumulate_grad_hook(std::function<void(Tensor&)> hook) const;
+  void remove_hook(unsigned handle) const;
   /// Same data, cut from the graph (shares storage and version counter).
   Tensor detach() const;
   /// Cuts this tensor from the graph in place.
-  Tensor& detach_();
+  const Tensor& detach_() const;
 
   // ---- views and copies -----------------------------------------------------------------
   Tensor view(const Shape& shape, Site site = {}) const;
@@ -146,6 +150,17 @@ class Tensor {
   Tensor squeeze(Site site = {}) const;
   Tensor squeeze(int64_t dim, Site site = {}) const;
   Tensor unsqueeze(int64_t dim, Site site = {}) const;
+  /// Tiles the tensor: x.repeat({2, 1}); repeats.size() >= dim(), extra leading counts add dims.
+  Tensor repeat(const Shape& repeats, Site site = {}) const;
+  /// `chunks` views along dim, each of ceil(n / chunks) (the last smaller; fewer when n is small).
+  TensorList chunk(int64_t chunks, int64_t dim = 0, Site site = {}) const;
+  /// Views of `split_size` along dim (the last may be smaller).
+  TensorList split(int64_t split_size, int64_t dim = 0, Site site = {}) const;
+  /// LibTorch's x.index({Slice(), 0, None, Ellipsis, idx}) (namespace gradlab::indexing, in
+  /// <gradlab/core/indexing.hpp>, which gradlab.hpp includes): ints select, Slices slice, None adds a dim, Ellipsis skips the
+  /// dims not named, and one int64 tensor picks along its dim (a bool mask alone selects).
+  Tensor index(std::initializer_list<indexing::TensorIndex> indices, Site site = {}) const;
+  Tensor index(const std::vector<indexing::TensorIndex>& indices, Site site = {}) const;
   Tensor contiguous(Site site = {}) const;
   Tensor clone(Site site = {}) const;
   Tensor to(ScalarType dtype, Site site = {}) const;
@@ -161,6 +176,13 @@ class Tensor {
   Tensor sub(const Tensor& o, Site site = {}) const;
   Tensor mul(const Tensor& o, Site site = {}) const;
   Tensor div(const Tensor& o, Site site = {}) const;
+  /// LibTorch's x.add(y, alpha) = x + alpha * y, and the Scalar forms x.add(1.0), x.mul(2).
+  Tensor add(const Tensor& o, const Scalar& alpha, Site site = {}) const;
+  Tensor sub(const Tensor& o, const Scalar& alpha, Site site = {}) const;
+  Tensor add(const Scalar& o, Site site = {}) const;
+  Tensor sub(const Scalar& o, Site site = {}) const;
+  Tensor mul(const Scalar& o, Site site = {}) const;
+  Tensor div(const Scalar& o, Site site = {}) const;
   Tensor neg(Site site = {}) const;
   Tensor pow(const Scalar& exponent, Site site = {}) const;
   Tensor pow(const Tensor& exponent, Site site = {}) const;
@@ -185,6 +207,11 @@ class Tensor {
   std::tuple<Tensor, Tensor> max(int64_t dim, bool keepdim = false, Site site = {}) const;
   Tensor min(Site site = {}) const;
   std::tuple<Tensor, Tensor> min(int64_t dim, bool keepdim = false, Site site = {}) const;
+  /// Elementwise with another tensor: x.max(y) is maximum(x, y), as in LibTorch.
+  Tensor max(const Tensor& other, Site site = {}) const;
+  Tensor min(const Tensor& other, Site site = {}) const;
+  /// Running sum along dim: y_i = x_0 + ... + x_i. Integers and bool sum in int64, as in LibTorch.
+  Tensor cumsum(int64_t dim, std::optional<ScalarType> dtype = std::nullopt, Site site = {}) const;
   Tensor argmax(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
   Tensor var(const Dims& dims = {}, int64_t correction = 1, bool keepdim = false,
              Site site = {}) const;
@@ -241,27 +268,38 @@ class Tensor {
   Tensor ne(const Scalar& o) const;
 
   // ---- in place (bump the version counter) ----------------------------------------------
-  Tensor& add_(const Tensor& o, const Scalar& alpha = 1, Site site = {});
-  Tensor& add_(const Scalar& o, Site site = {});
-  Tensor& sub_(const Tensor& o, const Scalar& alpha = 1, Site site = {});
-  Tensor& sub_(const Scalar& o, Site site = {});
-  Tensor& mul_(const Tensor& o, Site site = {});
-  Tensor& mul_(const Scalar& o, Site site = {});
-  Tensor& div_(const Tensor& o, Site site = {});
-  Tensor& div_(const Scalar& o, Site site = {});
-  Tensor& fill_(const Scalar& v, Site site = {});
-  Tensor& zero_(Site site = {});
-  Tensor& copy_(const Tensor& src, Site site = {});
-  Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt,
-                 Site site = {});
-  Tensor& masked_fill_(const Tensor& mask, const Scalar& value, Site site = {});
+  const Tensor& add_(const Tensor& o, const Scalar& alpha = 1, Site site = {}) const;
+  const Tensor& add_(const Scalar& o, Site site = {}) const;
+  const Tensor& sub_(const Tensor& o, const Scalar& alpha = 1, Site site = {}) const;
+  const Tensor& sub_(const Scalar& o, Site site = {}) const;
+  const Tensor& mul_(const Tensor& o, Site site = {}) const;
+  const Tensor& mul_(const Scalar& o, Site site = {}) const;
+  const Tensor& div_(const Tensor& o, Site site = {}) const;
+  const Tensor& div_(const Scalar& o, Site site = {}) const;
+  const Tensor& fill_(const Scalar& v, Site site = {}) const;
+  const Tensor& zero_(Site site = {}) const;
+  const Tensor& copy_(const Tensor& src, Site site = {}) const;
+  const Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt,
+                 Site site = {}) const;
+  const Tensor& masked_fill_(const Tensor& mask, const Scalar& value, Site site = {}) const;
   /// Indexed assignment: self[index] = values, where index is a bool mask of self's shape or an
   /// int64 list of positions along dim 0. `values` broadcasts to the selected part.
   /// Repeated rows: the last write wins. With accumulate, every write is added (as PyTorch's
   /// index_put_(indices, values, /*accumulate=*/true)); a bool mask has no repeats.
-  Tensor& index_put_(const Tensor& index, const Tensor& values, Site site = {});
-  Tensor& index_put_(const Tensor& index, const Tensor& values, bool accumulate, Site site = {});
-  Tensor& index_put_(const Tensor& index, const Scalar& value, Site site = {});
+  const Tensor& index_put_(const Tensor& index, const Tensor& values, Site site = {}) const;
+  const Tensor& index_put_(const Tensor& index, const Tensor& values, bool accumulate, Site site = {}) const;
+  const Tensor& index_put_(const Tensor& index, const Scalar& value, Site site = {}) const;
+  /// x.index_put_({Slice(), 1}, v): writes v (broadcast) into x.index({...}).
+  const Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Tensor& values,
+                           Site site = {}) const;
+  const Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Scalar& value,
+                           Site site = {}) const;
+  /// Fills with U(from, to) / N(mean, std) draws from `gen` (the default generator when null),
+  /// written as copy_ writes (a leaf that requires grad needs NoGradGuard, as for nn::init).
+  const Tensor& uniform_(double from = 0, double to = 1, Generator* gen = nullptr, Site site = {}) const;
+  const Tensor& normal_(double mean = 0, double std = 1, Generator* gen = nullptr, Site site = {}) const;
+  /// Becomes unsqueeze(dim) in place: the same storage, a new shape for every handle to it.
+  const Tensor& unsqueeze_(int64_t dim, Site site = {}) const;
 
   /// The shared state (for gradlab's own internals).
   TensorImpl* impl() const { return impl_.get(); }
@@ -280,6 +318,8 @@ struct Operand {
   Operand(const Tensor& t, Site l = {}) : tensor(&t), site(l) {}  // NOLINT
   template <class T, std::enable_if_t<std::is_arithmetic_v<T>, int> = 0>
   Operand(T v, Site l = {}) : scalar(v), site(l) {}  // NOLINT
+  /// A Scalar, as `t + b.item()`.
+  Operand(const Scalar& v, Site l = {}) : scalar(v), site(l) {}  // NOLINT
   const Tensor* tensor = nullptr;
   Scalar scalar;
   Site site;
@@ -289,6 +329,7 @@ struct Operand {
 struct LeftScalar {
   template <class T, std::enable_if_t<std::is_arithmetic_v<T>, int> = 0>
   LeftScalar(T v, Site l = {}) : scalar(v), site(l) {}  // NOLINT
+  LeftScalar(const Scalar& v, Site l = {}) : scalar(v), site(l) {}  // NOLINT
   Scalar scalar;
   Site site;
 };

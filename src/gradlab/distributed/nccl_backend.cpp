@@ -50,6 +50,7 @@ ncclDataType_t nccl_type(ScalarType t) {
     case kInt64: return ncclInt64;
     case kFloat16: return ncclFloat16;
     case kBFloat16: return ncclBfloat16;
+    case kUInt8: return ncclUint8;
     default: return ncclNumTypes;  // rejected by supports()
   }
 }

@@ -42,6 +42,8 @@ std::string st_dtype(ScalarType t) {
       return "F16";
     case kBFloat16:
       return "BF16";
+    case kUInt8:
+      return "U8";
   }
   throw DTypeError(error_message("save_safetensors", "unknown dtype"));
 }

@@ -55,12 +55,12 @@ SequentialImpl::SequentialImpl(std::initializer_list<NamedModule> named) {
 
 void SequentialImpl::add(NamedModule m) {
   register_module(m.name, m.module);
-  forwards_.push_back(std::move(m.forward));
+  items_.emplace_back(m.module, std::move(m.forward));
 }
 
 Tensor SequentialImpl::forward(const Tensor& input) {
   Tensor x = input;
-  for (auto& f : forwards_) x = f(x);
+  for (const AnyModule& m : items_) x = m.forward(x);
   return x;
 }
 

@@ -36,6 +36,15 @@ using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 class Module;
 
 namespace detail {
+/// The Impl a holder type contains (nn::Linear -> LinearImpl); an Impl type itself otherwise.
+template <class T, class = void>
+struct contained_of {
+  using type = T;
+};
+template <class T>
+struct contained_of<T, std::void_t<typename T::ContainedType>> {
+  using type = typename T::ContainedType;
+};
 // C++17 stand-ins for the concepts these templates used (headers must parse as C++17).
 template <class H, class = void>
 struct has_ptr : std::false_type {};
@@ -99,6 +108,16 @@ class Module : public std::enable_shared_from_this<Module> {
   /// Registers state that is saved in state_dict() but not trained (requires_grad stays off).
   Tensor& register_buffer(std::string name, Tensor tensor);
   /// Registers a submodule; its parameters appear as "<name>.<param>".
+  /// LibTorch's module->as<nn::Linear>() (or as<LinearImpl>()): this module as that Impl, or
+  /// nullptr when it is another type.
+  template <class T>
+  typename detail::contained_of<T>::type* as() noexcept {
+    return dynamic_cast<typename detail::contained_of<T>::type*>(this);
+  }
+  template <class T>
+  const typename detail::contained_of<T>::type* as() const noexcept {
+    return dynamic_cast<const typename detail::contained_of<T>::type*>(this);
+  }
   template <class M, std::enable_if_t<std::is_base_of_v<Module, M>, int> = 0>
   std::shared_ptr<M> register_module(std::string name, std::shared_ptr<M> module) {
     add_child(std::move(name), module);
@@ -232,6 +251,11 @@ class ModuleHolder {
   }
   const std::shared_ptr<Impl>& ptr() const { return impl_; }
   bool is_empty() const { return impl_ == nullptr; }
+  /// Forwards to the Impl's operator[] (seq[0] on a Sequential), as LibTorch's holder does.
+  template <class Arg>
+  decltype(auto) operator[](Arg&& arg) const {
+    return (*get())[std::forward<Arg>(arg)];
+  }
   explicit operator bool() const { return impl_ != nullptr; }
   /// Calls forward: fc(x) == fc->forward(x), then the module's forward hooks on a Tensor result.
   /// With one or two arguments the caller's line is kept (ModuleCallScope): anomaly mode names

@@ -28,6 +28,35 @@ struct NamedModule {
   std::function<Tensor(const Tensor&)> forward;
 };
 
+/// One entry of a Sequential, as LibTorch's AnyModule when iterating (`for (auto& m : *seq)`):
+/// the module and its one-Tensor forward.
+class AnyModule {
+ public:
+  AnyModule(std::shared_ptr<Module> module, std::function<Tensor(const Tensor&)> forward)
+      : module_(std::move(module)), forward_(std::move(forward)) {}
+  const std::shared_ptr<Module>& ptr() const { return module_; }
+  Module* operator->() const { return module_.get(); }
+  /// The module's forward, then its forward hooks.
+  Tensor forward(const Tensor& x) const { return forward_(x); }
+  /// Is the module a T (an Impl type, or a holder such as nn::Linear)?
+  template <class T>
+  bool is() const {
+    return dynamic_cast<typename detail::contained_of<T>::type*>(module_.get()) != nullptr;
+  }
+  /// The module as T's Impl (throws when it is another type).
+  template <class T>
+  typename detail::contained_of<T>::type& get() const {
+    auto* p = dynamic_cast<typename detail::contained_of<T>::type*>(module_.get());
+    GRADLAB_CHECK(p != nullptr, ValueError, "AnyModule::get", "the module has another type",
+                  "the requested type", module_->name(), "check with is<T>() first");
+    return *p;
+  }
+
+ private:
+  std::shared_ptr<Module> module_;
+  std::function<Tensor(const Tensor&)> forward_;
+};
+
 /// Chains modules whose forward takes and returns one Tensor.
 class SequentialImpl : public Module {
  public:
@@ -54,7 +83,7 @@ class SequentialImpl : public Module {
     GRADLAB_CHECK(module != nullptr, ValueError, "Sequential::push_back", "the module is null",
                   "a module", "nullptr");
     register_module(name, module);
-    forwards_.push_back([module](const Tensor& x) {
+    items_.emplace_back(module, [module](const Tensor& x) {
       Tensor y = module->forward(x);
       module->call_forward_hooks(y);
       return y;
@@ -63,8 +92,11 @@ class SequentialImpl : public Module {
 
   /// Applies every module in order.
   Tensor forward(const Tensor& input);
-  size_t size() const { return forwards_.size(); }
-  bool is_empty() const { return forwards_.empty(); }
+  size_t size() const { return items_.size(); }
+  bool is_empty() const { return items_.empty(); }
+  /// for (const auto& m : *seq): each entry as an AnyModule (m.ptr(), m.forward(x), m.is<T>()).
+  std::vector<AnyModule>::const_iterator begin() const { return items_.begin(); }
+  std::vector<AnyModule>::const_iterator end() const { return items_.end(); }
   /// The i-th module.
   std::shared_ptr<Module> ptr(size_t index) const;
   std::shared_ptr<Module> operator[](size_t index) const { return ptr(index); }
@@ -80,7 +112,7 @@ class SequentialImpl : public Module {
 
  private:
   void add(NamedModule m);
-  std::vector<std::function<Tensor(const Tensor&)>> forwards_;
+  std::vector<AnyModule> items_;
 };
 /// Holder of SequentialImpl; also takes named modules: Sequential({{"fc", nn::Linear(4, 2)}}).
 class Sequential : public ModuleHolder<SequentialImpl> {

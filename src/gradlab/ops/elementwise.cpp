@@ -90,6 +90,12 @@ Tensor sub(const Tensor& a, const Tensor& b, Site site) {
   return record<Sub>(site, x, y);
 }
 Tensor sub(const Tensor& a, const Scalar& b, Site site) { return sub(a, scalar_like(b, a, "sub"), site); }
+Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha, Site site) {
+  return alpha.to_double() == 1.0 ? add(a, b, site) : add(a, mul(b, alpha, site), site);
+}
+Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha, Site site) {
+  return alpha.to_double() == 1.0 ? sub(a, b, site) : sub(a, mul(b, alpha, site), site);
+}
 Tensor rsub(const Tensor& a, const Scalar& b, Site site) { return sub(scalar_like(b, a, "rsub"), a, site); }
 Tensor mul(const Tensor& a, const Tensor& b, Site site) {
   auto [x, y] = prepare_binary("mul", a, b, site);
@@ -193,6 +199,8 @@ Tensor minimum(const Tensor& a, const Tensor& b, Site site) {
   auto [x, y] = prepare_binary("minimum", a, b, site);
   return record<Minimum>(site, x, y);
 }
+Tensor max(const Tensor& a, const Tensor& b, Site site) { return maximum(a, b, site); }
+Tensor min(const Tensor& a, const Tensor& b, Site site) { return minimum(a, b, site); }
 Tensor logaddexp(const Tensor& a, const Tensor& b, Site site) {
   auto [x, y] = prepare_binary("logaddexp", a, b, site, /*to_float=*/true);
   return record<LogAddExp>(site, x, y);
@@ -300,14 +308,36 @@ Tensor operator-(const LeftScalar& a, const Tensor& b) { return rsub(b, a.scalar
 Tensor operator*(const LeftScalar& a, const Tensor& b) { return mul(b, a.scalar, a.site); }
 Tensor operator/(const LeftScalar& a, const Tensor& b) { return rdiv(b, a.scalar, a.site); }
 Tensor operator-(const Tensor& a) { return neg(a); }
+// NOTE: the in-place methods return const Tensor& (LibTorch's handle semantics); the compound
+// operators return the caller's own handle.
 Tensor& operator+=(Tensor& a, const Operand& b) {
-  return b.tensor ? a.add_(*b.tensor, 1, b.site) : a.add_(b.scalar, b.site);
+  if (b.tensor)
+    a.add_(*b.tensor, 1, b.site);
+  else
+    a.add_(b.scalar, b.site);
+  return a;
 }
 Tensor& operator-=(Tensor& a, const Operand& b) {
-  return b.tensor ? a.sub_(*b.tensor, 1, b.site) : a.sub_(b.scalar, b.site);
+  if (b.tensor)
+    a.sub_(*b.tensor, 1, b.site);
+  else
+    a.sub_(b.scalar, b.site);
+  return a;
 }
-Tensor& operator*=(Tensor& a, const Operand& b) { return b.tensor ? a.mul_(*b.tensor, b.site) : a.mul_(b.scalar, b.site); }
-Tensor& operator/=(Tensor& a, const Operand& b) { return b.tensor ? a.div_(*b.tensor, b.site) : a.div_(b.scalar, b.site); }
+Tensor& operator*=(Tensor& a, const Operand& b) {
+  if (b.tensor)
+    a.mul_(*b.tensor, b.site);
+  else
+    a.mul_(b.scalar, b.site);
+  return a;
+}
+Tensor& operator/=(Tensor& a, const Operand& b) {
+  if (b.tensor)
+    a.div_(*b.tensor, b.site);
+  else
+    a.div_(b.scalar, b.site);
+  return a;
+}
 Tensor operator>(const Tensor& a, const Operand& b) { return b.tensor ? gt(a, *b.tensor) : gt(a, b.scalar); }
 Tensor operator<(const Tensor& a, const Operand& b) { return b.tensor ? lt(a, *b.tensor) : lt(a, b.scalar); }
 Tensor operator>=(const Tensor& a, const Operand& b) { return b.tensor ? ge(a, *b.tensor) : ge(a, b.scalar); }

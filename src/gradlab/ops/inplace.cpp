@@ -180,7 +180,8 @@ struct AsStridedBackward : autograd::Node {
 // history becomes CopySlices(old base history, result), the view's a view of the new base.
 // The storage version counter is shared (one Storage), so saved copies of the base or of any
 // view see the write.
-void rebase_view_history(Tensor& view, const Tensor& result, const Site& site) {
+void rebase_view_history(const Tensor& view_in, const Tensor& result, const Site& site) {
+  Tensor view = view_in;  // another handle to the same TensorImpl, whose history is rebased
   Tensor base(view.impl()->view_base);
   auto cs = std::make_shared<CopySlices>();
   cs->site = site;
@@ -210,7 +211,7 @@ void rebase_view_history(Tensor& view, const Tensor& result, const Site& site) {
 
 // Runs an in-place op. `direct` writes into self without autograd; `functional(old)` computes the
 // new value out of place (recorded) from the old value.
-Tensor& apply_inplace(Tensor& self, const char* op, const Site& site, const std::vector<const Tensor*>& others,
+const Tensor& apply_inplace(const Tensor& self, const char* op, const Site& site, const std::vector<const Tensor*>& others,
                       const std::function<void()>& direct,
                       const std::function<Tensor(const Tensor&)>& functional) {
   check_writable(self, op);
@@ -265,7 +266,7 @@ void check_inplace_shape(const char* op, const Tensor& self, const Tensor& other
                 to_string(self.dtype()), to_string(other.dtype()));
 }
 
-Tensor& binary_inplace(Tensor& self, const char* op, kern::Binary kind, const Tensor& other_in, const Site& site,
+const Tensor& binary_inplace(const Tensor& self, const char* op, kern::Binary kind, const Tensor& other_in, const Site& site,
                        Tensor (*fn)(const Tensor&, const Tensor&, Site)) {
   check_defined(op, self);
   check_inplace_shape(op, self, other_in);
@@ -287,35 +288,35 @@ Tensor& binary_inplace(Tensor& self, const char* op, kern::Binary kind, const Te
 
 }  // namespace
 
-Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha, Site site) {
+const Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha, Site site) const {
   if (alpha.to_double() == 1.0) return binary_inplace(*this, "add_", kern::Binary::Add, o, site, &gradlab::add);
   Tensor scaled = gradlab::mul(o, alpha, site);
   return binary_inplace(*this, "add_", kern::Binary::Add, scaled, site, &gradlab::add);
 }
-Tensor& Tensor::add_(const Scalar& o, Site site) { return add_(value_like(*this, o), 1, site); }
-Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha, Site site) {
+const Tensor& Tensor::add_(const Scalar& o, Site site) const { return add_(value_like(*this, o), 1, site); }
+const Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha, Site site) const {
   if (alpha.to_double() == 1.0) return binary_inplace(*this, "sub_", kern::Binary::Sub, o, site, &gradlab::sub);
   Tensor scaled = gradlab::mul(o, alpha, site);
   return binary_inplace(*this, "sub_", kern::Binary::Sub, scaled, site, &gradlab::sub);
 }
-Tensor& Tensor::sub_(const Scalar& o, Site site) { return sub_(value_like(*this, o), 1, site); }
-Tensor& Tensor::mul_(const Tensor& o, Site site) { return binary_inplace(*this, "mul_", kern::Binary::Mul, o, site, &gradlab::mul); }
-Tensor& Tensor::mul_(const Scalar& o, Site site) { return mul_(value_like(*this, o), site); }
-Tensor& Tensor::div_(const Tensor& o, Site site) {
+const Tensor& Tensor::sub_(const Scalar& o, Site site) const { return sub_(value_like(*this, o), 1, site); }
+const Tensor& Tensor::mul_(const Tensor& o, Site site) const { return binary_inplace(*this, "mul_", kern::Binary::Mul, o, site, &gradlab::mul); }
+const Tensor& Tensor::mul_(const Scalar& o, Site site) const { return mul_(value_like(*this, o), site); }
+const Tensor& Tensor::div_(const Tensor& o, Site site) const {
   GRADLAB_CHECK(is_floating_point(), DTypeError, "div_", "true division of an integer tensor in place",
                 "a floating point tensor", to_string(dtype()), "use out-of-place div (it gives float32)");
   return binary_inplace(*this, "div_", kern::Binary::Div, o, site, &gradlab::div);
 }
-Tensor& Tensor::div_(const Scalar& o, Site site) { return div_(value_like(*this, o), site); }
+const Tensor& Tensor::div_(const Scalar& o, Site site) const { return div_(value_like(*this, o), site); }
 
-Tensor& Tensor::fill_(const Scalar& v, Site site) {
+const Tensor& Tensor::fill_(const Scalar& v, Site site) const {
   return apply_inplace(*this, "fill_", site, {}, [&] { kern::fill(*this, v); },
                        // full_like alone would turn a non-leaf into a leaf without grad
                        [&](const Tensor& old) { return overwrite(old, full_like(old, v), site); });
 }
-Tensor& Tensor::zero_(Site site) { return fill_(0, site); }
+const Tensor& Tensor::zero_(Site site) const { return fill_(0, site); }
 
-Tensor& Tensor::copy_(const Tensor& src, Site site) {
+const Tensor& Tensor::copy_(const Tensor& src, Site site) const {
   ops_detail::check_defined("copy_", *this);
   ops_detail::check_defined("copy_", src, "src");
   // NOTE: src may be on another device (as in PyTorch): that is how a CPU state_dict loads into
@@ -338,23 +339,67 @@ Tensor& Tensor::copy_(const Tensor& src, Site site) {
       [&](const Tensor& old) { return overwrite(old, src.to(device(), site).to(dtype(), site), site); });
 }
 
-Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max, Site site) {
+// x = from + (to - from) * U[0, 1) and x = mean + std * N(0, 1), drawn in float64 from the
+// generator as rand / randn draw, then written as copy_ writes (zero gradient to the old value).
+const Tensor& Tensor::uniform_(double from, double to, Generator* gen, Site site) const {
+  ops_detail::check_defined("uniform_", *this);
+  GRADLAB_CHECK(from <= to, ValueError, "uniform_", "expects to return a [from, to) range, but found from > to",
+                "from <= to", std::to_string(from) + " > " + std::to_string(to));
+  Tensor v;
+  {
+    NoGradGuard ng;
+    v = gradlab::add(gradlab::mul(rand(sizes(), TensorOptions().dtype(kFloat64), gen), to - from), from);
+  }
+  return copy_(v, site);
+}
+const Tensor& Tensor::normal_(double mean, double std, Generator* gen, Site site) const {
+  ops_detail::check_defined("normal_", *this);
+  GRADLAB_CHECK(std >= 0, ValueError, "normal_", "expects std >= 0.0", "std >= 0", std::to_string(std));
+  Tensor v;
+  {
+    NoGradGuard ng;
+    v = gradlab::add(gradlab::mul(randn(sizes(), TensorOptions().dtype(kFloat64), gen), std), mean);
+  }
+  return copy_(v, site);
+}
+
+// x becomes x.unsqueeze(dim): only sizes and strides change, in this TensorImpl, so every handle
+// to it sees the new shape. With history, grad_fn becomes the unsqueeze's node (whose edge is
+// the old grad_fn), as LibTorch rebases an in-place view op.
+const Tensor& Tensor::unsqueeze_(int64_t dim, Site site) const {
+  ops_detail::check_defined("unsqueeze_", *this);
+  const bool graph = GradMode::is_enabled() && requires_grad();
+  GRADLAB_CHECK(!(graph && is_leaf()), AutogradError, "unsqueeze_",
+                "a leaf Variable that requires grad is being used in an in-place operation",
+                "a non-leaf, or a tensor that does not require grad", "a leaf " + describe(),
+                "use x = x.unsqueeze(dim), or wrap in NoGradGuard");
+  const Tensor v = gradlab::unsqueeze(*this, dim, site);
+  impl_->sizes = v.sizes();
+  impl_->strides = v.strides();
+  if (graph) {
+    impl_->autograd.grad_fn = v.grad_fn();
+    impl_->autograd.output_nr = v.output_nr();
+  }
+  return *this;
+}
+
+const Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max, Site site) const {
   return apply_inplace(*this, "clamp_", site, {},
                        [&] { kern::copy(*this, gradlab::clamp(this->detach(), min, max)); },
                        [&](const Tensor& old) { return gradlab::clamp(old, min, max, site); });
 }
 
-Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value, Site site) {
+const Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value, Site site) const {
   ops_detail::check_defined("masked_fill_", mask, "mask");
   return apply_inplace(*this, "masked_fill_", site, {},
                        [&] { kern::copy(*this, gradlab::masked_fill(this->detach(), mask, value)); },
                        [&](const Tensor& old) { return gradlab::masked_fill(old, mask, value, site); });
 }
 
-Tensor& Tensor::index_put_(const Tensor& index, const Tensor& values, Site site) {
+const Tensor& Tensor::index_put_(const Tensor& index, const Tensor& values, Site site) const {
   return index_put_(index, values, false, site);
 }
-Tensor& Tensor::index_put_(const Tensor& index, const Tensor& values, bool accumulate, Site site) {
+const Tensor& Tensor::index_put_(const Tensor& index, const Tensor& values, bool accumulate, Site site) const {
   ops_detail::check_defined("index_put_", *this);
   ops_detail::check_defined("index_put_", index, "index");
   ops_detail::check_defined("index_put_", values, "values");
@@ -411,7 +456,7 @@ Tensor& Tensor::index_put_(const Tensor& index, const Tensor& values, bool accum
                        [&](const Tensor& old) { return compute(old, values, site); });
 }
 
-Tensor& Tensor::index_put_(const Tensor& index, const Scalar& value, Site site) {
+const Tensor& Tensor::index_put_(const Tensor& index, const Scalar& value, Site site) const {
   return index_put_(index, value_like(*this, value), false, site);
 }
 

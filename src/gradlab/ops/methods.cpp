@@ -25,6 +25,9 @@ Tensor Tensor::expand_as(const Tensor& o, Site site) const { return gradlab::exp
 Tensor Tensor::squeeze(Site site) const { return gradlab::squeeze(*this, std::nullopt, site); }
 Tensor Tensor::squeeze(int64_t d, Site site) const { return gradlab::squeeze(*this, d, site); }
 Tensor Tensor::unsqueeze(int64_t d, Site site) const { return gradlab::unsqueeze(*this, d, site); }
+Tensor Tensor::repeat(const Shape& r, Site site) const { return gradlab::repeat(*this, r, site); }
+TensorList Tensor::chunk(int64_t c, int64_t d, Site site) const { return gradlab::chunk(*this, c, d, site); }
+TensorList Tensor::split(int64_t s, int64_t d, Site site) const { return gradlab::split(*this, s, d, site); }
 Tensor Tensor::contiguous(Site site) const { return gradlab::contiguous(*this, site); }
 Tensor Tensor::clone(Site site) const { return gradlab::clone(*this, site); }
 Tensor Tensor::to(ScalarType dt, Site site) const {
@@ -44,6 +47,12 @@ Tensor Tensor::add(const Tensor& o, Site site) const { return gradlab::add(*this
 Tensor Tensor::sub(const Tensor& o, Site site) const { return gradlab::sub(*this, o, site); }
 Tensor Tensor::mul(const Tensor& o, Site site) const { return gradlab::mul(*this, o, site); }
 Tensor Tensor::div(const Tensor& o, Site site) const { return gradlab::div(*this, o, site); }
+Tensor Tensor::add(const Tensor& o, const Scalar& alpha, Site site) const { return gradlab::add(*this, o, alpha, site); }
+Tensor Tensor::sub(const Tensor& o, const Scalar& alpha, Site site) const { return gradlab::sub(*this, o, alpha, site); }
+Tensor Tensor::add(const Scalar& o, Site site) const { return gradlab::add(*this, o, site); }
+Tensor Tensor::sub(const Scalar& o, Site site) const { return gradlab::sub(*this, o, site); }
+Tensor Tensor::mul(const Scalar& o, Site site) const { return gradlab::mul(*this, o, site); }
+Tensor Tensor::div(const Scalar& o, Site site) const { return gradlab::div(*this, o, site); }
 Tensor Tensor::neg(Site site) const { return gradlab::neg(*this, site); }
 Tensor Tensor::pow(const Scalar& e, Site site) const { return gradlab::pow(*this, e, site); }
 Tensor Tensor::pow(const Tensor& e, Site site) const { return gradlab::pow(*this, e, site); }
@@ -68,6 +77,9 @@ Tensor Tensor::max(Site site) const { return gradlab::max(*this, site); }
 std::tuple<Tensor, Tensor> Tensor::max(int64_t d, bool k, Site site) const { return gradlab::max(*this, d, k, site); }
 Tensor Tensor::min(Site site) const { return gradlab::min(*this, site); }
 std::tuple<Tensor, Tensor> Tensor::min(int64_t d, bool k, Site site) const { return gradlab::min(*this, d, k, site); }
+Tensor Tensor::max(const Tensor& o, Site site) const { return gradlab::maximum(*this, o, site); }
+Tensor Tensor::min(const Tensor& o, Site site) const { return gradlab::minimum(*this, o, site); }
+Tensor Tensor::cumsum(int64_t d, std::optional<ScalarType> dt, Site site) const { return gradlab::cumsum(*this, d, dt, site); }
 Tensor Tensor::argmax(std::optional<int64_t> d, bool k) const { return gradlab::argmax(*this, d, k); }
 Tensor Tensor::var(const Dims& d, int64_t c, bool k, Site site) const { return gradlab::var(*this, d, c, k, site); }
 Tensor Tensor::std(const Dims& d, int64_t c, bool k, Site site) const { return gradlab::std(*this, d, c, k, site); }

@@ -19,6 +19,9 @@ Tensor add(const Tensor& a, const Tensor& b, Site site = {});
 Tensor add(const Tensor& a, const Scalar& b, Site site = {});
 Tensor sub(const Tensor& a, const Tensor& b, Site site = {});
 Tensor sub(const Tensor& a, const Scalar& b, Site site = {});
+/// torch::add(a, b, alpha) = a + alpha * b; torch::sub(a, b, alpha) = a - alpha * b.
+Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha, Site site = {});
+Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha, Site site = {});
 Tensor rsub(const Tensor& a, const Scalar& b, Site site = {});  ///< b - a
 Tensor mul(const Tensor& a, const Tensor& b, Site site = {});
 Tensor mul(const Tensor& a, const Scalar& b, Site site = {});
@@ -53,6 +56,9 @@ Tensor sign(const Tensor& x);
 Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt, Site site = {});
 Tensor maximum(const Tensor& a, const Tensor& b, Site site = {});
 Tensor minimum(const Tensor& a, const Tensor& b, Site site = {});
+/// torch::max(a, b) / torch::min(a, b): maximum / minimum.
+Tensor max(const Tensor& a, const Tensor& b, Site site = {});
+Tensor min(const Tensor& a, const Tensor& b, Site site = {});
 /// cond ? a : b, broadcasting all three.
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, Site site = {});
 Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b, Site site = {});
@@ -132,6 +138,8 @@ Tensor std(const Tensor& x, I dim, bool unbiased = true, bool keepdim = false, S
 /// log Σ exp(x), computed stably (max subtracted first).
 Tensor logsumexp(const Tensor& x, const Dims& dims, bool keepdim = false, Site site = {});
 Tensor logsumexp(const Tensor& x, int64_t dim, bool keepdim = false, Site site = {});
+/// Running sum along dim: y_i = x_0 + ... + x_i (integers and bool in int64 unless dtype says).
+Tensor cumsum(const Tensor& x, int64_t dim, std::optional<ScalarType> dtype = std::nullopt, Site site = {});
 /// p-norm over all elements (p = 2 by default).
 Tensor norm(const Tensor& x, double p = 2.0, Site site = {});
 /// p-norm over `dims` (LibTorch's x.norm(2, 1)).
@@ -168,6 +176,13 @@ Tensor unsqueeze(const Tensor& x, int64_t dim, Site site = {});
 Tensor sum_to(const Tensor& x, const Shape& shape, Site site = {});
 Tensor cat(const TensorList& tensors, int64_t dim = 0, Site site = {});
 Tensor stack(const TensorList& tensors, int64_t dim = 0, Site site = {});
+/// x tiled `repeats` times per dim (Tensor::repeat); repeats.size() >= x.dim(), extra leading
+/// counts add dims: repeat([2, 3], {2, 1, 1}) has shape [2, 2, 3].
+Tensor repeat(const Tensor& x, const Shape& repeats, Site site = {});
+/// `chunks` views along dim of ceil(n / chunks) each (the last smaller; fewer when n is small).
+TensorList chunk(const Tensor& x, int64_t chunks, int64_t dim = 0, Site site = {});
+/// Views of `split_size` along dim (the last may be smaller).
+TensorList split(const Tensor& x, int64_t split_size, int64_t dim = 0, Site site = {});
 Tensor clone(const Tensor& x, Site site = {});
 Tensor contiguous(const Tensor& x, Site site = {});
 

@@ -131,6 +131,25 @@ Tensor norm(const Tensor& x, const Scalar& p, const Dims& dims, bool keepdim, Si
 Tensor norm(const Tensor& x, const Scalar& p, int64_t dim, bool keepdim, Site site) {
   return norm(x, p, Dims{dim}, keepdim, site);
 }
+// y_i = Σ_{j<=i} x_j along dim, by doubling (Hillis-Steele): after the step with shift k,
+// y_i = Σ_{i-2k < j <= i} x_j, so ceil(log2 n) steps of y += (y shifted by k, zeros in front).
+// Composed of cat / narrow / add: the backward (the reversed running sum of dy) and every higher
+// order come from theirs, on any device. O(n log n) adds instead of n, in log n whole-tensor ops.
+Tensor cumsum(const Tensor& x, int64_t dim, std::optional<ScalarType> dtype, Site site) {
+  check_defined("cumsum", x);
+  const int64_t d = wrap_dim(dim, std::max<int64_t>(x.dim(), 1), "cumsum");
+  const ScalarType dt = dtype ? *dtype : is_floating_point(x.dtype()) ? x.dtype() : kInt64;
+  Tensor y = cast_to(x.dim() == 0 ? x.reshape({1}, site) : x, dt, site);
+  const int64_t n = y.size(d);
+  for (int64_t k = 1; k < n; k *= 2) {
+    Shape front = y.sizes();
+    front[static_cast<size_t>(d)] = k;
+    const Tensor shifted = cat({zeros(front, TensorOptions().dtype(dt).device(y.device())), narrow(y, d, 0, n - k, site)}, d, site);
+    y = add(y, shifted, site);
+  }
+  return x.dim() == 0 ? y.reshape({}, site) : y;
+}
+
 // all / any: bool results (LibTorch's for a bool input; any dtype here reads "nonzero").
 Tensor all(const Tensor& x) {
   check_defined("all", x);

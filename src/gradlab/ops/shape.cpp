@@ -302,4 +302,48 @@ Tensor stack(const TensorList& xs, int64_t dim, Site site) {
   return cat(u, dim, site);
 }
 
+// y = x tiled: y[r*s + j] = x[j] per dim (s = x's size there). As x -> [1, s0, 1, s1, ...] ->
+// expand [r0, s0, r1, s1, ...] -> reshape [r0*s0, r1*s1, ...] (the one copy), so the backward
+// is expand's: dx sums dy over the copies.
+Tensor repeat(const Tensor& x, const Shape& repeats, Site site) {
+  check_defined("repeat", x);
+  GRADLAB_CHECK(static_cast<int64_t>(repeats.size()) >= x.dim(), ShapeError, "repeat",
+                "number of repeat dims can not be smaller than number of dimensions of tensor",
+                "at least " + std::to_string(x.dim()) + " repeat counts", shape_str(repeats),
+                "give one count per dim (1 keeps a dim)");
+  for (int64_t r : repeats)
+    GRADLAB_CHECK(r >= 0, ValueError, "repeat", "repeat counts must be >= 0", "counts >= 0", shape_str(repeats));
+  const size_t lead = repeats.size() - static_cast<size_t>(x.dim());
+  Shape paired, expanded, out;
+  for (size_t i = 0; i < repeats.size(); ++i) {
+    const int64_t s = i < lead ? 1 : x.size(static_cast<int64_t>(i - lead));
+    paired.insert(paired.end(), {1, s});
+    expanded.insert(expanded.end(), {repeats[i], s});
+    out.push_back(repeats[i] * s);
+  }
+  return reshape(expand(reshape(x, paired, site), expanded, site), out, site);
+}
+
+TensorList split(const Tensor& x, int64_t split_size, int64_t dim, Site site) {
+  check_defined("split", x);
+  GRADLAB_CHECK(x.dim() > 0, ShapeError, "split", "cannot split a 0-d tensor", "a tensor with dims", "shape []");
+  const int64_t d = wrap_dim(dim, x.dim(), "split"), n = x.size(d);
+  GRADLAB_CHECK(split_size > 0 || n == 0, ValueError, "split", "split_size must be positive", "split_size > 0",
+                std::to_string(split_size));
+  if (n == 0) return {x};
+  TensorList parts;
+  for (int64_t start = 0; start < n; start += split_size)
+    parts.push_back(narrow(x, d, start, std::min(split_size, n - start), site));
+  return parts;
+}
+
+TensorList chunk(const Tensor& x, int64_t chunks, int64_t dim, Site site) {
+  check_defined("chunk", x);
+  GRADLAB_CHECK(chunks > 0, ValueError, "chunk", "chunk expects `chunks` to be greater than 0", "chunks > 0",
+                std::to_string(chunks));
+  GRADLAB_CHECK(x.dim() > 0, ShapeError, "chunk", "cannot chunk a 0-d tensor", "a tensor with dims", "shape []");
+  const int64_t n = x.size(wrap_dim(dim, x.dim(), "chunk"));
+  return split(x, std::max<int64_t>((n + chunks - 1) / chunks, 1), dim, site);
+}
+
 }  // namespace gradlab

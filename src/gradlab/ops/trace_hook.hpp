@@ -82,7 +82,7 @@ template <class T>
 void add_attr(std::vector<TraceAttr>& v, const T& x) {
   if constexpr (std::is_integral_v<T> || std::is_enum_v<T>) v.emplace_back(static_cast<int64_t>(x));
   else if constexpr (std::is_floating_point_v<T>) v.emplace_back(static_cast<double>(x));
-  else if constexpr (std::is_same_v<T, std::vector<int64_t>>) v.emplace_back(x);
+  else if constexpr (std::is_base_of_v<std::vector<int64_t>, T>) v.emplace_back(std::vector<int64_t>(x));  // Shape, Dims
   else {
     std::string s = "<";  // NOTE: not "<" + name + ">": GCC 12 warns (-Wrestrict) falsely
     s += typeid(T).name();

@@ -22,7 +22,7 @@ using math::is_comparison;  // comparisons and And/Or give bool
 /// c = f(a, b) elementwise; a and b have the same shape and dtype (any strides, stride 0 allowed).
 Tensor binary(Binary op, const Tensor& a, const Tensor& b);
 /// out = f(out, b) in place; b has out's shape (any strides) and dtype.
-void binary_(Binary op, Tensor& out, const Tensor& b);
+void binary_(Binary op, const Tensor& out, const Tensor& b);
 
 /// dst[i] = src[i] for same-shaped tensors, any strides, converting dtype.
 void copy(const Tensor& dst, const Tensor& src);

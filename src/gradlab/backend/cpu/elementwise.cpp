@@ -129,7 +129,7 @@ Tensor binary(Binary op, const Tensor& a, const Tensor& b) {
   return out;
 }
 
-void binary_(Binary op, Tensor& out, const Tensor& b) {
+void binary_(Binary op, const Tensor& out, const Tensor& b) {
   GRADLAB_CHECK(!is_comparison(op), DTypeError, "binary kernel", "a comparison cannot run in place",
                 "an arithmetic op", "a comparison");
   if (out.is_contiguous()) {
@@ -143,10 +143,11 @@ void binary_(Binary op, Tensor& out, const Tensor& b) {
 // ---- copies ---------------------------------------------------------------------------------
 
 namespace {
-bool is_half(ScalarType t) { return t == kFloat16 || t == kBFloat16; }
+// The storage-only dtypes: float16 / bfloat16 and uint8 (no compute kernels, but copies).
+bool is_half(ScalarType t) { return t == kFloat16 || t == kBFloat16 || t == kUInt8; }
 
-// A copy where either side is float16/bfloat16: element by element through float, with the
-// bit-exact conversions the CUDA kernels use (core/half.hpp).
+// A copy where either side is float16/bfloat16 or uint8: element by element, with the bit-exact
+// conversions the CUDA kernels use (core/half.hpp).
 void copy_half(const Tensor& dst, const Tensor& src) {
   visit_storage_dtype(dst.dtype(), [&]<class D>() {
     visit_storage_dtype(src.dtype(), [&]<class S>() {
@@ -184,6 +185,11 @@ void copy(const Tensor& dst, const Tensor& src) {
 }
 
 void fill(const Tensor& dst, const Scalar& v) {
+  if (dst.dtype() == kUInt8) {  // through a one-element int64 tensor: the same wrap as copy
+    Tensor one = make_tensor({}, kInt64);
+    *ptr<int64_t>(one) = v.to_long();
+    return copy_half(dst, one.expand(dst.sizes()));
+  }
   if (is_half(dst.dtype())) {  // through a one-element float tensor: the same rounding as copy
     Tensor one = make_tensor({}, kFloat32);
     *ptr<float>(one) = static_cast<float>(v.to_double());

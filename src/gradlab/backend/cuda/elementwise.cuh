@@ -121,7 +121,7 @@ Tensor Elementwise<X>::binary(Binary op, const Tensor& a, const Tensor& b) {
 }
 
 template <class X>
-void Elementwise<X>::binary_(Binary op, Tensor& out, const Tensor& b) {
+void Elementwise<X>::binary_(Binary op, const Tensor& out, const Tensor& b) {
   GRADLAB_CHECK(math::supported(op, out.dtype()) && !math::is_comparison(op), DTypeError,
                 "binary kernel", "op not defined in place for this dtype", "float32, float64 or int64",
                 to_string(out.dtype()));

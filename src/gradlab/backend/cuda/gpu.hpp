@@ -21,7 +21,7 @@ template <class X>
 struct Elementwise {
   static Tensor unary(Unary op, const Tensor& x, double p0, double p1);
   static Tensor binary(Binary op, const Tensor& a, const Tensor& b);
-  static void binary_(Binary op, Tensor& out, const Tensor& b);
+  static void binary_(Binary op, const Tensor& out, const Tensor& b);
   /// Same device: strided copy with dtype conversion (half types included).
   static void copy(const Tensor& dst, const Tensor& src);
   static void fill(const Tensor& dst, const Scalar& v);
