@@ -23,3 +23,19 @@ add_test(NAME compat_script_h_jit_load_is_refused
           "-I${PROJECT_SOURCE_DIR}/src/compat" "${CMAKE_CURRENT_SOURCE_DIR}/compat/fixture/jit_load.cpp")
 set_tests_properties(compat_script_h_jit_load_is_refused PROPERTIES LABELS unit
   PASS_REGULAR_EXPRESSION "torch::jit::load: gradlab cannot load TorchScript archives")
+
+# The Tensor idioms of issue 27 compile unchanged through <torch/torch.h>, under g++ and (when
+# found) clang++-19, which found tensor({{1.0, 2.0}, {3.0, 4.0}}) ambiguous before. Syntax only:
+# checks/core/libtorch_api_test.cpp runs the same calls and checks their values.
+find_program(GRADLAB_CLANGXX19 clang++-19)
+set(_idiom_compilers "gcc=${CMAKE_CXX_COMPILER}")
+if(GRADLAB_CLANGXX19)
+  list(APPEND _idiom_compilers "clang19=${GRADLAB_CLANGXX19}")
+endif()
+foreach(_entry IN LISTS _idiom_compilers)
+  string(REGEX MATCH "^([^=]+)=(.*)$" _m "${_entry}")
+  add_test(NAME compat_tensor_idioms_${CMAKE_MATCH_1}
+    COMMAND "${CMAKE_MATCH_2}" -std=c++20 -fsyntax-only "-I${PROJECT_SOURCE_DIR}/src"
+            "-I${PROJECT_SOURCE_DIR}/src/compat" "${CMAKE_CURRENT_SOURCE_DIR}/compat/fixture/tensor_idioms.cpp")
+  set_tests_properties(compat_tensor_idioms_${CMAKE_MATCH_1} PROPERTIES LABELS unit)
+endforeach()

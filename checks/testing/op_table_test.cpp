@@ -74,10 +74,10 @@ std::vector<std::string> missing(const std::vector<std::string>& registered,
   return r;
 }
 
-// Public op names declared in a header: functions (or Tensor methods) returning a Tensor, a
-// Tensor& (in-place) or a (values, indices) tuple.
+// Public op names declared in a header: functions (or Tensor methods) returning a Tensor, a list
+// of them (chunk, split), a [const] Tensor& (in-place) or a (values, indices) tuple.
 std::set<std::string> declared_ops(const std::string& text) {
-  static const std::regex decl(R"(^\s*(?:Tensor&?|std::tuple<Tensor, Tensor>)\s+(\w+)\()");
+  static const std::regex decl(R"(^\s*(?:const\s+)?(?:Tensor&?|TensorList|std::tuple<Tensor, Tensor>)\s+(\w+)\()");
   std::set<std::string> names;
   std::istringstream is(text);
   std::string line;

@@ -283,7 +283,7 @@ std::string value_str(const OpParams::Value& v) {
     os << *i;
   else if (const double* r = std::get_if<double>(&v))
     os << *r;
-  else if (const auto* l = std::get_if<std::vector<int64_t>>(&v))
+  else if (const auto* l = std::get_if<Dims>(&v))
     os << shape_str(*l);
   else
     os << std::get<std::string>(v);
@@ -333,7 +333,7 @@ bool OpParams::is_integer(const std::string& name) const {
   return it != values_.end() && std::holds_alternative<int64_t>(it->second);
 }
 const Dims& OpParams::dims(const std::string& name) const {
-  return get<std::vector<int64_t>>(name, "a list of integers");
+  return get<Dims>(name, "a list of integers");
 }
 const std::string& OpParams::text(const std::string& name) const {
   return get<std::string>(name, "a word");
@@ -386,6 +386,9 @@ const std::map<std::string, std::string>& op_table_exemptions() {
       {"detach_", "cuts the graph: no gradient by design"},
       {"requires_grad_", "sets a flag"},
       {"mutable_grad", "the .grad slot, not an op"},
+      {"grad", "the .grad slot, not an op"},
+      {"uniform_", "a random fill: no gradient to its values (the write is copy_'s; checks/core tests it)"},
+      {"normal_", "a random fill: no gradient to its values (the write is copy_'s; checks/core tests it)"},
       {"t", "transpose(0, 1): the transpose row"},
       {"expand_as", "expand(other.sizes()): the expand row"},
       {"sum_to_size", "sum_to(x, shape) as a Tensor method (LibTorch's name): the sum_to row"},

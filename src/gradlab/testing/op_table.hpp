@@ -136,15 +136,15 @@ class GeneratorDraw : public Draw {
 class OpParams {
  public:
   /// flag, integer, real, a list of integers (dims or a shape), or a word ("mean").
-  using Value = std::variant<bool, int64_t, double, std::vector<int64_t>, std::string>;
+  using Value = std::variant<bool, int64_t, double, Dims, std::string>;
 
   OpParams& set(const std::string& name, bool v) { return put(name, v); }
   OpParams& set(const std::string& name, int v) { return put(name, int64_t{v}); }
   OpParams& set(const std::string& name, int64_t v) { return put(name, v); }
   OpParams& set(const std::string& name, double v) { return put(name, v); }
-  OpParams& set(const std::string& name, std::vector<int64_t> v) { return put(name, std::move(v)); }
+  OpParams& set(const std::string& name, std::vector<int64_t> v) { return put(name, Dims(std::move(v))); }
   OpParams& set(const std::string& name, std::initializer_list<int64_t> v) {
-    return put(name, std::vector<int64_t>(v));
+    return put(name, Dims(v));
   }
   OpParams& set(const std::string& name, std::string v) { return put(name, std::move(v)); }
   OpParams& set(const std::string& name, const char* v) { return put(name, std::string(v)); }

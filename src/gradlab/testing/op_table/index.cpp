@@ -1,5 +1,9 @@
-// Op-table rows of ops/index.cpp: index_select, gather, scatter_add, index_add, embedding.
+// Op-table rows of ops/index.cpp: index_select, gather, scatter_add, index_add, embedding; and
+// of ops/indexing.cpp: Tensor::index with a torch::indexing list.
 
+#include <climits>
+
+#include "gradlab/core/indexing.hpp"
 #include "gradlab/testing/op_table/support.hpp"
 
 namespace gradlab::testing::table {
@@ -7,6 +11,86 @@ namespace gradlab::testing::table {
 namespace {
 
 std::vector<int64_t> I(const Tensor& t) { return t.to_vector<int64_t>(); }
+
+// An index list coded as ints, four per entry: kind (0 None, 1 Ellipsis, 2 integer a, 3 Slice
+// a:b:c with kOpen for an omitted end, 4 the int64 list in "picks"), a, b, c.
+constexpr int64_t kOpen = INT64_MIN;
+
+std::vector<indexing::TensorIndex> decode_index(const OpParams& p) {
+  const Dims& code = p.dims("index");
+  std::vector<indexing::TensorIndex> r;
+  auto end = [](int64_t v) { return v == kOpen ? std::optional<int64_t>() : std::optional<int64_t>(v); };
+  for (size_t i = 0; i + 3 < code.size(); i += 4) {
+    switch (code[i]) {
+      case 0: r.emplace_back(indexing::None); break;
+      case 1: r.emplace_back(indexing::Ellipsis); break;
+      case 2: r.emplace_back(code[i + 1]); break;
+      case 3: r.emplace_back(indexing::Slice(end(code[i + 1]), end(code[i + 2]), code[i + 3])); break;
+      default: {
+        const Shape& picks = p.shape("picks");
+        r.emplace_back(from_vector(std::vector<int64_t>(picks.begin(), picks.end()),
+                                   {static_cast<int64_t>(picks.size())}));
+      }
+    }
+  }
+  return r;
+}
+
+// Python's range(start, stop, step) of a slice over n elements.
+std::vector<int64_t> slice_positions(int64_t n, int64_t a, int64_t b, int64_t step) {
+  auto fix = [n](int64_t v, int64_t open) { return v == kOpen ? open : std::clamp<int64_t>(v < 0 ? v + n : v, 0, n); };
+  std::vector<int64_t> r;
+  for (int64_t i = fix(a, 0); i < fix(b, n); i += step) r.push_back(i);
+  return r;
+}
+
+// x.index(list) by loops: each output dim reads a list of positions of one input dim (or is a
+// new dim of 1); an integer entry fixes its input dim.
+Tensor index_ref(const Tensor& x, const OpParams& p) {
+  const Dims& code = p.dims("index");
+  int64_t consumed = 0;
+  for (size_t i = 0; i < code.size(); i += 4) consumed += code[i] >= 2;
+  struct OutDim {
+    int64_t in_dim;  // -1: a new dim of size 1
+    std::vector<int64_t> pos;
+  };
+  std::vector<OutDim> out;
+  std::vector<int64_t> fixed(static_cast<size_t>(x.dim()), -1);
+  int64_t d = 0;
+  auto all = [&](int64_t k) {
+    std::vector<int64_t> r(static_cast<size_t>(x.size(k)));
+    std::iota(r.begin(), r.end(), 0);
+    return r;
+  };
+  for (size_t i = 0; i < code.size(); i += 4) {
+    const int64_t n = d < x.dim() ? x.size(d) : 0;
+    switch (code[i]) {
+      case 0: out.push_back({-1, {0}}); break;
+      case 1:
+        for (int64_t k = 0; k < x.dim() - consumed; ++k, ++d) out.push_back({d, all(d)});
+        break;
+      case 2: fixed[static_cast<size_t>(d++)] = code[i + 1] < 0 ? code[i + 1] + n : code[i + 1]; break;
+      case 3: out.push_back({d, slice_positions(n, code[i + 1], code[i + 2], code[i + 3])}); ++d; break;
+      default: {
+        const Shape& picks = p.shape("picks");
+        out.push_back({d++, std::vector<int64_t>(picks.begin(), picks.end())});
+      }
+    }
+  }
+  for (; d < x.dim(); ++d) out.push_back({d, all(d)});
+  Shape shape;
+  for (auto& o : out) shape.push_back(static_cast<int64_t>(o.pos.size()));
+  Vec v = V(x), r(static_cast<size_t>(numel_of(shape)));
+  for (size_t i = 0; i < r.size(); ++i) {
+    const Shape c = unravel_index(static_cast<int64_t>(i), shape);
+    Shape src(static_cast<size_t>(x.dim()));
+    for (size_t k = 0; k < src.size(); ++k) src[k] = fixed[k];
+    for (size_t k = 0; k < out.size(); ++k)
+      if (out[k].in_dim >= 0) src[static_cast<size_t>(out[k].in_dim)] = out[k].pos[static_cast<size_t>(c[k])];
+    r[i] = v[static_cast<size_t>(flat_of(src, x.sizes()))];
+  }
+  return T(r, shape);
+}
 
 Tensor gather_ref(const Tensor& x, int64_t dim, const Tensor& index) {
   Vec v = V(x), r;
@@ -155,6 +239,46 @@ void add_index_rows(std::vector<OpSpec>& t) {
         out.push_back(in[0].size(1));
         return TensorList{T(V(r), out)};
       }));
+  t.push_back(row(
+      "index", 1, "any", "rank 1-3; integers, Slices (steps 1-3, open or negative ends), None, one Ellipsis, one int64 list",
+      [](Draw& d) {
+        Tensor x = d.values(d.shape(1, 3), Domain::any());
+        std::vector<int64_t> code, picks;
+        std::string text;
+        const bool ellipsis = d.integer(0, 2) == 0, tensor = d.integer(0, 2) == 0;
+        const int64_t named = d.integer(ellipsis ? 0 : 1, x.dim()), at_ellipsis = d.integer(0, named);
+        int64_t dim = 0;
+        auto put = [&](int64_t k, int64_t a, int64_t b, int64_t c, const std::string& t) {
+          code.insert(code.end(), {k, a, b, c});
+          text += (text.empty() ? "" : ", ") + t;
+        };
+        auto opt = [&](int64_t v) { return v == kOpen ? std::string("None") : std::to_string(v); };
+        bool used_tensor = false;
+        for (int64_t e = 0; e <= named; ++e) {
+          if (ellipsis && e == at_ellipsis) {
+            put(1, 0, 0, 0, "...");
+            dim += x.dim() - named;
+          }
+          if (e == named) break;
+          if (d.integer(0, 4) == 0) put(0, 0, 0, 0, "None");
+          const int64_t n = x.size(dim++), kind = d.integer(0, 2);
+          if (kind == 0) {
+            const int64_t i = d.integer(-n, n - 1);
+            put(2, i, 0, 0, std::to_string(i));
+          } else if (kind == 1 && tensor && !used_tensor) {
+            used_tensor = true;
+            for (int64_t k = d.integer(1, 4); k > 0; --k) picks.push_back(d.integer(0, n - 1));
+            put(4, 0, 0, 0, "tensor " + shape_str(picks));
+          } else {
+            const int64_t a = d.integer(0, 3) == 0 ? kOpen : d.integer(-n - 1, n), b = d.integer(0, 3) == 0 ? kOpen : d.integer(-n - 1, n + 1),
+                          step = d.integer(1, 3);
+            put(3, a, b, step, "Slice(" + opt(a) + ", " + opt(b) + ", " + std::to_string(step) + ")");
+          }
+        }
+        return make({x}, OpParams().set("index", code).set("picks", picks), "x " + sh(x) + ".index({" + text + "})");
+      },
+      [](const TensorList& in, const OpParams& p) { return TensorList{in[0].index(decode_index(p))}; },
+      [](const TensorList& in, const OpParams& p) { return TensorList{index_ref(in[0], p)}; }));
 }
 
 }  // namespace gradlab::testing::table

@@ -1,5 +1,5 @@
 // Op-table rows of ops/inplace.cpp: add_, sub_, mul_, div_ (a tensor or a number), fill_, zero_,
-// copy_, clamp_, masked_fill_, index_put_. Each writes a non-leaf copy of its input (x * 1.0), so
+// copy_, clamp_, masked_fill_, index_put_, unsqueeze_. Each writes a non-leaf copy of its input (x * 1.0), so
 // the graph is rebased.
 
 #include "gradlab/testing/op_table/support.hpp"
@@ -165,6 +165,25 @@ void add_inplace_rows(std::vector<OpSpec>& t) {
           v[flat_of(c, in[0].sizes())] = vals[i];
         }
         return TensorList{T(v, in[0].sizes())};
+      }));
+  // unsqueeze_: a metadata write; the node it records is unsqueeze's (its history is rebased).
+  t.push_back(row(
+      "unsqueeze_", 1, "any", "rank 0-3; a dim in [-(rank+1), rank]",
+      [](Draw& d) {
+        Tensor x = d.values(d.shape(0, 3), Domain::any());
+        const int64_t dim = d.integer(-x.dim() - 1, x.dim());
+        return make({x}, OpParams().set("dim", dim), "unsqueeze_(self " + sh(x) + ", " + std::to_string(dim) + ")");
+      },
+      [](const TensorList& in, const OpParams& p) {
+        Tensor y = in[0] * 1.0;
+        y.unsqueeze_(p.integer("dim"));
+        return TensorList{y};
+      },
+      [](const TensorList& in, const OpParams& p) {
+        Shape s = in[0].sizes();
+        const int64_t dim = p.integer("dim"), at = dim < 0 ? dim + in[0].dim() + 1 : dim;
+        s.insert(s.begin() + at, 1);
+        return TensorList{T(V(in[0]), s)};
       }));
 }
 

@@ -1,5 +1,5 @@
 // Op-table rows of ops/reduce.cpp: sum, mean, amax, amin, logsumexp (over dims, or all), max and
-// min (all, or one dim with indices), var and std, norm.
+// min (all, or one dim with indices), var and std, norm, cumsum.
 
 #include "gradlab/testing/op_table/support.hpp"
 
@@ -207,6 +207,34 @@ void add_reduce_rows(std::vector<OpSpec>& t) {
           for (double e : g) s += std::pow(std::abs(e), q);
           return std::pow(s, 1 / q);
         })};
+      }));
+  t.push_back(row(
+      "cumsum", 1, "any", "rank 0-4 (sizes up to 9 along dim); one dim",
+      [any](Draw& d) {
+        Shape s = d.shape(0, 4);
+        const int64_t dim = draw_dim(d, static_cast<int64_t>(s.size()));
+        if (!s.empty()) s[static_cast<size_t>(wrap(dim, static_cast<int64_t>(s.size())))] = d.integer(1, 9);
+        Tensor x = d.values(s, any);
+        return make({x}, OpParams().set("dim", dim), "cumsum(x " + sh(x) + ", dim " + std::to_string(dim) + ")");
+      },
+      [](const TensorList& in, const OpParams& p) { return TensorList{cumsum(in[0], p.integer("dim"))}; },
+      [](const TensorList& in, const OpParams& p) {
+        // y[c] = Σ_{k <= c[dim]} x[c with dim = k]
+        const Tensor& x = in[0];
+        if (x.dim() == 0) return TensorList{x.detach()};
+        const int64_t d = wrap(p.integer("dim"), x.dim());
+        Vec v = V(x), r(v.size());
+        for (size_t i = 0; i < v.size(); ++i) {
+          Shape c = unravel_index(static_cast<int64_t>(i), x.sizes());
+          const int64_t upto = c[static_cast<size_t>(d)];
+          double acc = 0;
+          for (int64_t k = 0; k <= upto; ++k) {
+            c[static_cast<size_t>(d)] = k;
+            acc += v[static_cast<size_t>(flat_of(c, x.sizes()))];
+          }
+          r[i] = acc;
+        }
+        return TensorList{T(r, x.sizes())};
       }));
 }
 

@@ -1,5 +1,6 @@
 // Op-table rows of ops/shape.cpp: reshape, view, flatten, transpose, permute, slice, narrow,
-// select, expand, squeeze, unsqueeze, sum_to, cat, stack, clone, contiguous, and to (a dtype cast).
+// select, expand, squeeze, unsqueeze, sum_to, cat, stack, repeat, chunk, split, clone, contiguous,
+// and to (a dtype cast).
 
 #include "gradlab/testing/op_table/support.hpp"
 
@@ -81,6 +82,29 @@ struct Along {
 Along draw_along(Draw& d, const Tensor& x) {
   const int64_t dim = draw_dim(d, x.dim());
   return {dim, x.size(dim)};
+}
+
+// y[c] = x[c mod s] per dim, x's shape right-aligned with the repeat counts.
+Tensor repeat_ref(const Tensor& x, const Shape& reps) {
+  const size_t lead = reps.size() - static_cast<size_t>(x.dim());
+  Shape out(reps.size());
+  for (size_t i = 0; i < reps.size(); ++i) out[i] = reps[i] * (i < lead ? 1 : x.sizes()[i - lead]);
+  Vec v = V(x), r(static_cast<size_t>(numel_of(out)));
+  for (size_t i = 0; i < r.size(); ++i) {
+    const Shape c = unravel_index(static_cast<int64_t>(i), out);
+    Shape src(c.begin() + static_cast<int64_t>(lead), c.end());
+    for (size_t k = 0; k < src.size(); ++k) src[k] %= x.sizes()[k];
+    r[i] = v[flat_of(src, x.sizes())];
+  }
+  return T(r, out);
+}
+
+// The pieces of x along dim of `size` each (the last shorter), by slice_ref.
+TensorList pieces_ref(const Tensor& x, int64_t dim, int64_t size) {
+  const int64_t d = wrap(dim, x.dim()), n = x.size(d);
+  TensorList r;
+  for (int64_t start = 0; start < n; start += size) r.push_back(slice_ref(x, d, start, std::min(n, start + size), 1));
+  return r;
 }
 
 }  // namespace
@@ -341,6 +365,39 @@ void add_shape_rows(std::vector<OpSpec>& t) {
         }
         return TensorList{cat_ref(u, dd)};
       }));
+  t.push_back(row(
+      "repeat", 1, "any", "rank 0-3; counts 0-3 per dim, up to 2 extra leading dims",
+      [any](Draw& d) {
+        Tensor x = d.values(d.shape(0, 3, 3), any);
+        Shape reps(static_cast<size_t>(x.dim() + d.integer(0, 2)));
+        for (auto& r : reps) r = d.integer(d.integer(0, 7) == 0 ? 0 : 1, 3);
+        return make({x}, OpParams().set("repeats", reps), "repeat(x " + sh(x) + ", " + shape_str(reps) + ")");
+      },
+      [](const TensorList& in, const OpParams& p) { return TensorList{in[0].repeat(p.shape("repeats"))}; },
+      [](const TensorList& in, const OpParams& p) { return TensorList{repeat_ref(in[0], p.shape("repeats"))}; }));
+  t.push_back(row(
+      "chunk", 1, "any", "rank 1-4; 1-4 chunks along a dim",
+      [any](Draw& d) {
+        Tensor x = d.values(d.shape(1, 4), any);
+        const int64_t dim = draw_dim(d, x.dim()), chunks = d.integer(1, 4);
+        return make({x}, OpParams().set("dim", dim).set("chunks", chunks),
+                    "chunk(x " + sh(x) + ", " + std::to_string(chunks) + ", dim " + std::to_string(dim) + ")");
+      },
+      [](const TensorList& in, const OpParams& p) { return chunk(in[0], p.integer("chunks"), p.integer("dim")); },
+      [](const TensorList& in, const OpParams& p) {
+        const int64_t n = in[0].size(p.integer("dim")), c = p.integer("chunks");
+        return pieces_ref(in[0], p.integer("dim"), std::max<int64_t>((n + c - 1) / c, 1));
+      }));
+  t.push_back(row(
+      "split", 1, "any", "rank 1-4; pieces of 1-4 along a dim",
+      [any](Draw& d) {
+        Tensor x = d.values(d.shape(1, 4), any);
+        const int64_t dim = draw_dim(d, x.dim()), size = d.integer(1, 4);
+        return make({x}, OpParams().set("dim", dim).set("size", size),
+                    "split(x " + sh(x) + ", " + std::to_string(size) + ", dim " + std::to_string(dim) + ")");
+      },
+      [](const TensorList& in, const OpParams& p) { return split(in[0], p.integer("size"), p.integer("dim")); },
+      [](const TensorList& in, const OpParams& p) { return pieces_ref(in[0], p.integer("dim"), p.integer("size")); }));
   t.push_back(unary(
       "clone", clone, [](double x) { return x; }, any, true));
   t.push_back(unary(
