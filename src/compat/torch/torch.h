@@ -8,11 +8,19 @@
 #include <gradlab/gradlab.hpp>
 
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <utility>
 
 namespace torch = gradlab;
+
+namespace gradlab {
+/// torch::optional / torch::nullopt (LibTorch 1.13: c10::optional), e.g. the return type of a
+/// torch::data dataset's size().
+using std::nullopt;
+using std::optional;
+}  // namespace gradlab
 
 namespace gradlab::compat_detail {
 
