@@ -39,3 +39,32 @@ foreach(_entry IN LISTS _idiom_compilers)
             "-I${PROJECT_SOURCE_DIR}/src/compat" "${CMAKE_CURRENT_SOURCE_DIR}/compat/fixture/tensor_idioms.cpp")
   set_tests_properties(compat_tensor_idioms_${CMAKE_MATCH_1} PROPERTIES LABELS unit)
 endforeach()
+
+# torch::data through the compat header: torch_data_program.cpp, an MNIST-style LibTorch program,
+# builds against gradlab with only <torch/torch.h> and runs its datasets, transforms, samplers and
+# loaders. With LibTorch found, the same source built against LibTorch writes the reference that
+# the gradlab build must match (compat.torch_data_matches_libtorch).
+add_executable(torch_data_program compat/torch_data_program.cpp)
+target_include_directories(torch_data_program PRIVATE "${PROJECT_SOURCE_DIR}/src/compat")
+target_link_libraries(torch_data_program PRIVATE gradlab::gradlab gradlab_warnings)
+set(_td_dir "${CMAKE_CURRENT_BINARY_DIR}/torch_data_program_files")
+file(MAKE_DIRECTORY "${_td_dir}/gradlab" "${_td_dir}/libtorch")
+add_test(NAME compat.torch_data_program
+  COMMAND torch_data_program "${_td_dir}/gradlab" "${_td_dir}/gradlab.txt")
+set_tests_properties(compat.torch_data_program PROPERTIES LABELS unit
+  PASS_REGULAR_EXPRESSION "torch_data_program: OK")
+if(GRADLAB_HAVE_LIBTORCH)
+  add_executable(torch_data_program_libtorch compat/torch_data_program.cpp)
+  target_link_libraries(torch_data_program_libtorch PRIVATE ${TORCH_LIBRARIES})
+  target_compile_options(torch_data_program_libtorch PRIVATE ${GRADLAB_TORCH_FLAGS})
+  add_test(NAME compat.torch_data_program_libtorch
+    COMMAND torch_data_program_libtorch "${_td_dir}/libtorch" "${_td_dir}/libtorch.txt")
+  set_tests_properties(compat.torch_data_program_libtorch PROPERTIES LABELS unit
+    FIXTURES_SETUP torch_data_reference)
+  add_test(NAME compat.torch_data_matches_libtorch
+    COMMAND torch_data_program "${_td_dir}/gradlab" "${_td_dir}/gradlab_vs.txt"
+            --compare "${_td_dir}/libtorch.txt")
+  set_tests_properties(compat.torch_data_matches_libtorch PROPERTIES LABELS unit
+    FIXTURES_REQUIRED torch_data_reference
+    PASS_REGULAR_EXPRESSION "torch_data_program: same as the reference")
+endif()

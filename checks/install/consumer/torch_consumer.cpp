@@ -18,6 +18,15 @@ struct NetImpl : torch::nn::Module {
 };
 TORCH_MODULE(Net);
 
+// A torch::data dataset as LibTorch programs write them (CRTP base, optional size).
+struct Ramp : torch::data::datasets::Dataset<Ramp> {
+  torch::data::Example<> get(size_t index) override {
+    torch::Tensor x = torch::full({1, 2, 2}, static_cast<double>(index));
+    return {x, torch::tensor(static_cast<int64_t>(index % 2), torch::dtype(torch::kInt64))};
+  }
+  torch::optional<size_t> size() const override { return 10; }
+};
+
 int main() {
   torch::manual_seed(0);
   Net net;
@@ -59,6 +68,19 @@ int main() {
   } catch (const torch::Error& e) {
     if (std::string(e.what()).find("INTERNAL ASSERT FAILED") == std::string::npos) return 1;
   }
+  // torch::data as in LibTorch's MNIST example: map(Normalize).map(Stack), make_data_loader.
+  auto dataset = Ramp().map(torch::data::transforms::Normalize<>(0.5, 2.0))
+                     .map(torch::data::transforms::Stack<>());
+  const size_t dataset_size = dataset.size().value();
+  auto loader = torch::data::make_data_loader<torch::data::samplers::SequentialSampler>(
+      std::move(dataset), torch::data::DataLoaderOptions().batch_size(4).workers(2));
+  size_t seen = 0;
+  for (auto& batch : *loader) {
+    if (batch.data.dim() != 4 || batch.data.size(1) != 1 || batch.target.dim() != 1) return 1;
+    seen += static_cast<size_t>(batch.data.size(0));
+  }
+  std::printf("torch::data: %zu of %zu examples in batches\n", seen, dataset_size);
+  if (seen != dataset_size) return 1;
   std::printf("compat: OK\n");
   return 0;
 }

@@ -15,6 +15,13 @@
 
 namespace torch = gradlab;
 
+namespace gradlab {
+/// torch::optional / torch::nullopt (LibTorch 1.13: c10::optional), e.g. the return type of a
+/// torch::data dataset's size().
+using std::nullopt;
+using std::optional;
+}  // namespace gradlab
+
 namespace gradlab::compat_detail {
 
 /// The message parts streamed into one string ("" for none), as LibTorch's c10::str.
@@ -54,9 +61,6 @@ inline void warn(const char* file, int line, const std::string& msg) {
 namespace gradlab {
 /// torch::str("a", 1, 2.0): the parts streamed into one string (c10::str).
 using compat_detail::str;
-/// torch::optional / torch::nullopt are std's (LibTorch 1.13's c10::optional is std-like).
-using std::nullopt;
-using std::optional;
 }  // namespace gradlab
 
 #ifndef TORCH_MODULE

@@ -103,6 +103,18 @@ struct DataLoaderOptions {
     prefetch_factor_ = v;
     return *this;
   }
+  /// Batches in flight at most with workers (LibTorch's max_jobs; default 2 * workers). Read by
+  /// make_data_loader's loader (torch_loader.hpp); DataLoader uses prefetch_factor.
+  DataLoaderOptions& max_jobs(size_t v) {
+    max_jobs_ = v;
+    return *this;
+  }
+  /// LibTorch's option: batches come back in the sampler's order. Both loaders always keep that
+  /// order, so false (any order) is accepted and also gives the sampler's order.
+  DataLoaderOptions& enforce_ordering(bool v) {
+    enforce_ordering_ = v;
+    return *this;
+  }
   /// Seed of the order and of every sample's random stream. Unset: one number is drawn from
   /// default_generator() when the loader is made (so manual_seed() makes runs repeatable).
   DataLoaderOptions& seed(uint64_t v) {
@@ -124,6 +136,8 @@ struct DataLoaderOptions {
   bool drop_last_ = false;
   size_t num_workers_ = 0;
   size_t prefetch_factor_ = 2;
+  std::optional<size_t> max_jobs_;
+  bool enforce_ordering_ = true;
   std::optional<uint64_t> seed_;
   Collate collate_;
   std::shared_ptr<Sampler> sampler_;

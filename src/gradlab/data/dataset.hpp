@@ -20,9 +20,14 @@
 
 namespace gradlab::data {
 
-/// One sample: the input and its target (torch::data::Example).
+/// One sample: the input and its target (torch::data::Example; Example<Data, example::NoTarget>
+/// in torch_data.hpp holds data only). `return {x, y};` and Example<>(x, y) both build one.
 template <class Data = Tensor, class Target = Tensor>
 struct Example {
+  using DataType = Data;
+  using TargetType = Target;
+  Example() = default;
+  Example(Data data_, Target target_) : data(std::move(data_)), target(std::move(target_)) {}
   Data data;
   Target target;
 };

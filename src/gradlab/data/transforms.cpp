@@ -8,7 +8,7 @@
 
 namespace gradlab::data::transforms {
 
-Transform compose(std::vector<Transform> list) {
+data::Transform compose(std::vector<data::Transform> list) {
   for (const auto& t : list)
     GRADLAB_CHECK(static_cast<bool>(t), ValueError, "transforms::compose", "empty transform",
                   "callables", "an empty std::function");
@@ -18,7 +18,7 @@ Transform compose(std::vector<Transform> list) {
   };
 }
 
-Transform lambda(std::function<Tensor(const Tensor&)> fn) {
+data::Transform lambda(std::function<Tensor(const Tensor&)> fn) {
   GRADLAB_CHECK(static_cast<bool>(fn), ValueError, "transforms::lambda", "empty function",
                 "a callable", "an empty std::function");
   return [fn = std::move(fn)](Example<> ex, Generator&) {
@@ -27,7 +27,7 @@ Transform lambda(std::function<Tensor(const Tensor&)> fn) {
   };
 }
 
-Transform normalize(double mean, double stddev) {
+data::Transform normalize(double mean, double stddev) {
   GRADLAB_CHECK(stddev > 0, ValueError, "transforms::normalize", "stddev must be positive",
                 "stddev > 0", std::to_string(stddev));
   return [mean, stddev](Example<> ex, Generator&) {
@@ -37,7 +37,7 @@ Transform normalize(double mean, double stddev) {
   };
 }
 
-Transform normalize(const Tensor& mean, const Tensor& stddev) {
+data::Transform normalize(const Tensor& mean, const Tensor& stddev) {
   GRADLAB_CHECK(mean.defined() && stddev.defined(), ValueError, "transforms::normalize",
                 "mean or stddev is undefined", "two tensors", "undefined");
   NoGradGuard no_grad;
@@ -51,7 +51,7 @@ Transform normalize(const Tensor& mean, const Tensor& stddev) {
   };
 }
 
-Transform random_noise(double stddev) {
+data::Transform random_noise(double stddev) {
   GRADLAB_CHECK(stddev >= 0, ValueError, "transforms::random_noise", "stddev must be >= 0",
                 "stddev >= 0", std::to_string(stddev));
   return [stddev](Example<> ex, Generator& gen) {
@@ -83,7 +83,7 @@ void shift_images(const T* src, T* dst, int64_t images, int64_t h, int64_t w, in
 
 }  // namespace
 
-Transform random_shift(int64_t max_shift) {
+data::Transform random_shift(int64_t max_shift) {
   GRADLAB_CHECK(max_shift >= 0, ValueError, "transforms::random_shift", "max_shift must be >= 0",
                 "max_shift >= 0", std::to_string(max_shift));
   return [max_shift](Example<> ex, Generator& gen) {
@@ -109,14 +109,14 @@ Transform random_shift(int64_t max_shift) {
   };
 }
 
-Transform flatten() {
+data::Transform flatten() {
   return [](Example<> ex, Generator&) {
     ex.data = ex.data.flatten();
     return ex;
   };
 }
 
-Transform to_dtype(ScalarType dt) {
+data::Transform to_dtype(ScalarType dt) {
   return [dt](Example<> ex, Generator&) {
     NoGradGuard no_grad;
     ex.data = ex.data.to(dt);

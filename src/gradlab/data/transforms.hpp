@@ -21,24 +21,24 @@
 namespace gradlab::data::transforms {
 
 /// Applies `list` left to right.
-Transform compose(std::vector<Transform> list);
+data::Transform compose(std::vector<data::Transform> list);
 /// A deterministic function of the data tensor (torch::data::transforms::Lambda).
-Transform lambda(std::function<Tensor(const Tensor&)> fn);
+data::Transform lambda(std::function<Tensor(const Tensor&)> fn);
 /// (x - mean) / stddev with scalar statistics.
-Transform normalize(double mean, double stddev);
+data::Transform normalize(double mean, double stddev);
 /// (x - mean) / stddev with per-feature statistics broadcast against the data (e.g. [1, 8, 8]
 /// or [64] computed over the training set). A stddev of 0 (a constant feature) counts as 1,
 /// as scikit-learn's StandardScaler does, so no NaN or Inf appears.
-Transform normalize(const Tensor& mean, const Tensor& stddev);
+data::Transform normalize(const Tensor& mean, const Tensor& stddev);
 /// x + stddev * N(0, 1), elementwise, from the sample's stream.
-Transform random_noise(double stddev);
+data::Transform random_noise(double stddev);
 /// Moves the image (the last two dims, H and W) by dy, dx drawn uniformly from
 /// [-max_shift, max_shift]; pixels moved in from outside are 0. Needs rank >= 2: load images
 /// as [1, 8, 8] and flatten() after the shift.
-Transform random_shift(int64_t max_shift);
+data::Transform random_shift(int64_t max_shift);
 /// data.flatten() (e.g. [1, 8, 8] -> [64]).
-Transform flatten();
+data::Transform flatten();
 /// data converted to `dtype`.
-Transform to_dtype(ScalarType dtype);
+data::Transform to_dtype(ScalarType dtype);
 
 }  // namespace gradlab::data::transforms
