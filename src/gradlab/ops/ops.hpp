@@ -212,5 +212,10 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
                                         int64_t reduction = 1, Site site = {});
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, int64_t reduction = 1,
                       double beta = 1.0, Site site = {});
+/// -weight * (target * log(self) + (1 - target) * log(1 - self)), each log clamped at -100 (as
+/// torch::binary_cross_entropy); self holds probabilities in [0, 1] (a value outside throws);
+/// target has self's shape; weight (optional) broadcasts to it. Mean divides by the element count.
+Tensor binary_cross_entropy(const Tensor& self, const Tensor& target, const Tensor& weight = {},
+                            int64_t reduction = 1, Site site = {});
 
 }  // namespace gradlab
