@@ -188,8 +188,9 @@ Tensor log_softmax(const Tensor& x, int64_t dim, Site site = {});
 
 
 // ---- losses as LibTorch's top-level functions (torch::mse_loss, ...) ---------------------------
-// `reduction` is LibTorch's int64 at::Reduction: 0 none, 1 mean (default), 2 sum. The class
-// `weight` / `pos_weight` tensors are not supported: passing a defined one throws.
+// `reduction` is LibTorch's int64 at::Reduction: 0 none, 1 mean (default), 2 sum (kMean / kSum
+// convert to it). binary_cross_entropy takes a `weight`; the others' class `weight` /
+// `pos_weight` tensors are not supported: passing a defined one throws.
 // nn::functional (nn/functional.hpp) has the same losses with option structs.
 
 /// Logits [N, C] (or [C] with a 0-d target) and class indices [N] (int64) -> loss (as
