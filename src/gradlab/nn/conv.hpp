@@ -1,7 +1,9 @@
 #pragma once
-// nn::Conv2d and nn::MaxPool2d (enough for a small CNN on 8x8 digits).
+// nn::Conv2d, nn::ConvTranspose2d and nn::MaxPool2d (enough for a small CNN on 8x8 digits and a
+// DCGAN generator).
 
 #include <optional>
+#include <vector>
 
 #include "gradlab/nn/arg.hpp"
 #include "gradlab/nn/module.hpp"
@@ -37,6 +39,43 @@ class Conv2dImpl : public Module {
   Tensor weight, bias;
 };
 GRADLAB_MODULE(Conv2d);
+
+/// Options of nn::ConvTranspose2d.
+struct ConvTranspose2dOptions {
+  ConvTranspose2dOptions(int64_t in_channels, int64_t out_channels, IntPair kernel_size)
+      : in_channels_(in_channels), out_channels_(out_channels), kernel_size_(kernel_size) {}
+  GRADLAB_ARG(int64_t, in_channels);
+  GRADLAB_ARG(int64_t, out_channels);
+  GRADLAB_ARG(IntPair, kernel_size);
+  GRADLAB_ARG(IntPair, stride) = 1;
+  GRADLAB_ARG(IntPair, padding) = 0;
+  /// Added to one side of the output: picks one of the stride's possible output sizes.
+  GRADLAB_ARG(IntPair, output_padding) = 0;
+  GRADLAB_ARG(int64_t, groups) = 1;
+  GRADLAB_ARG(bool, bias) = true;
+  GRADLAB_ARG(IntPair, dilation) = 1;
+};
+
+/// [N, C_in, H, W] -> [N, C_out, oh, ow] with oh = (H - 1) * stride - 2 * padding +
+/// dilation * (kh - 1) + output_padding + 1 (conv_transpose2d); weight
+/// [C_in, C_out / groups, kh, kw] and bias as LibTorch's default init (Conv2d's scheme, with
+/// fan_in = weight.size(1) * kh * kw).
+class ConvTranspose2dImpl : public Module {
+ public:
+  ConvTranspose2dImpl(int64_t in_channels, int64_t out_channels, IntPair kernel_size)
+      : ConvTranspose2dImpl(ConvTranspose2dOptions(in_channels, out_channels, kernel_size)) {}
+  explicit ConvTranspose2dImpl(const ConvTranspose2dOptions& options);
+  void reset_parameters();
+  /// output_size ({oh, ow}, or the whole [N, C, oh, ow]) replaces options.output_padding with
+  /// the padding that gives it, as in LibTorch.
+  Tensor forward(const Tensor& input,
+                 const std::optional<std::vector<int64_t>>& output_size = std::nullopt);
+  void pretty_print(std::ostream& os) const override;
+
+  ConvTranspose2dOptions options;
+  Tensor weight, bias;
+};
+GRADLAB_MODULE(ConvTranspose2d);
 
 /// Options of nn::MaxPool2d.
 struct MaxPool2dOptions {

@@ -1,7 +1,8 @@
 #pragma once
 // nn::functional, where a LibTorch user looks for it (torch/nn/functional.h): losses
-// (cross_entropy, nll_loss, mse_loss, ...), activations, linear, conv2d, max_pool2d, dropout, batch
-// / layer norm, with their option structs (CrossEntropyFuncOptions, ...).
+// (cross_entropy, nll_loss, mse_loss, ...), activations, linear, conv2d, conv_transpose2d,
+// max_pool2d, dropout (also 2d / 3d), batch / layer norm, with their option structs
+// (CrossEntropyFuncOptions, ...).
 //
 //   namespace F = gradlab::nn::functional;
 //   Tensor loss = F::cross_entropy(logits, target,
@@ -13,6 +14,7 @@
 
 #include <cstdint>
 
+#include "gradlab/core/generator.hpp"
 #include "gradlab/core/tensor.hpp"
 #include "gradlab/ops/nn_ops.hpp"
 #include "gradlab/ops/ops.hpp"
@@ -36,6 +38,14 @@ struct NLLLossFuncOptions {
   NLLLossFuncOptions& reduction(Reduction r) { reduction_ = r; return *this; }
   NLLLossFuncOptions& ignore_index(int64_t i) { ignore_index_ = i; return *this; }
 };
+/// Options of binary_cross_entropy (LibTorch's BinaryCrossEntropyFuncOptions).
+struct BinaryCrossEntropyFuncOptions {
+  Tensor weight_;
+  Reduction reduction_ = kMean;
+  /// Multiplies each element's loss; broadcast to the input's shape.
+  BinaryCrossEntropyFuncOptions& weight(const Tensor& w) { weight_ = w; return *this; }
+  BinaryCrossEntropyFuncOptions& reduction(Reduction r) { reduction_ = r; return *this; }
+};
 /// Options of softplus (LibTorch's SoftplusFuncOptions).
 struct SoftplusFuncOptions {
   double beta_ = 1.0;
@@ -43,6 +53,23 @@ struct SoftplusFuncOptions {
   SoftplusFuncOptions& beta(double b) { beta_ = b; return *this; }
   SoftplusFuncOptions& threshold(double t) { threshold_ = t; return *this; }
 };
+
+/// Options of dropout2d / dropout3d (LibTorch's DropoutFuncOptions, of which Dropout2dFuncOptions
+/// and Dropout3dFuncOptions are aliases) and of dropout's options form.
+struct DropoutFuncOptions {
+  double p_ = 0.5;
+  bool training_ = true;
+  bool inplace_ = false;
+  Generator* generator_ = nullptr;
+  DropoutFuncOptions& p(double v) { p_ = v; return *this; }
+  DropoutFuncOptions& training(bool t) { training_ = t; return *this; }
+  /// true is refused (gradlab has no in-place dropout): use the returned tensor.
+  DropoutFuncOptions& inplace(bool i) { inplace_ = i; return *this; }
+  /// Random stream of the mask (the default generator when null); not owned. gradlab only.
+  DropoutFuncOptions& generator(Generator* g) { generator_ = g; return *this; }
+};
+using Dropout2dFuncOptions = DropoutFuncOptions;
+using Dropout3dFuncOptions = DropoutFuncOptions;
 
 // ---- losses ------------------------------------------------------------------------------------
 /// Logits [N, C] (or [C]) and class indices [N] (int64) -> loss; label smoothing mixes the
@@ -59,6 +86,10 @@ Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = 
 /// Stable: max(x, 0) - x*y + log(1 + exp(-|x|)).
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
                                         Reduction reduction = kMean, Site site = {});
+/// Probabilities in [0, 1] and targets of the same shape -> -w (y log x + (1 - y) log(1 - x)),
+/// each log clamped at -100 (torch::binary_cross_entropy).
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target,
+                            const BinaryCrossEntropyFuncOptions& options = {}, Site site = {});
 /// 0.5 d² / beta where |d| < beta, else |d| - 0.5 beta (d = input - target).
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = kMean,
                       double beta = 1.0, Site site = {});
@@ -66,6 +97,7 @@ Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduc
 // ---- the same signature as the top-level op: the op itself ------------------------------------
 using gradlab::batch_norm;
 using gradlab::conv2d;
+using gradlab::conv_transpose2d;
 using gradlab::dropout;
 using gradlab::fold;
 using gradlab::gelu;
@@ -79,6 +111,13 @@ using gradlab::sigmoid;
 using gradlab::softmax;
 using gradlab::tanh;
 using gradlab::unfold;
+
+/// dropout with LibTorch's options form: F::dropout(x, F::DropoutFuncOptions().p(0.2)).
+Tensor dropout(const Tensor& input, const DropoutFuncOptions& options, Site site = {});
+/// Channel-wise dropout of [N, C, H, W] (or unbatched [C, H, W]): feature_dropout.
+Tensor dropout2d(const Tensor& input, const Dropout2dFuncOptions& options = {}, Site site = {});
+/// Channel-wise dropout of [N, C, D, H, W] (or unbatched [C, D, H, W]): feature_dropout.
+Tensor dropout3d(const Tensor& input, const Dropout3dFuncOptions& options = {}, Site site = {});
 
 // ---- a signature of their own ------------------------------------------------------------------
 Tensor softplus(const Tensor& x, const SoftplusFuncOptions& options = {}, Site site = {});

@@ -1,5 +1,6 @@
-// The layers of gradlab::nn: Sequential, Linear, Flatten, activations, Dropout, BatchNorm1d,
-// LayerNorm, Embedding, Conv2d, MaxPool2d. Forward passes forward to ops (ops.hpp, nn_ops.hpp).
+// The layers of gradlab::nn: Sequential, Linear, Flatten, activations, Dropout, Dropout2d,
+// Dropout3d, BatchNorm1d/2d/3d, LayerNorm, Embedding, Conv2d, ConvTranspose2d, MaxPool2d.
+// Forward passes forward to ops (ops.hpp, nn_ops.hpp).
 
 #include <cmath>
 #include <numbers>
@@ -11,6 +12,7 @@
 #include "gradlab/nn/conv.hpp"
 #include "gradlab/nn/dropout.hpp"
 #include "gradlab/nn/embedding.hpp"
+#include "gradlab/nn/functional.hpp"
 #include "gradlab/nn/init.hpp"
 #include "gradlab/nn/linear.hpp"
 #include "gradlab/nn/normalization.hpp"
@@ -163,6 +165,36 @@ Tensor DropoutImpl::forward(const Tensor& x) {
   return dropout(x, options.p(), is_training(), options.generator());
 }
 void DropoutImpl::pretty_print(std::ostream& os) const { os << "Dropout(p=" << options.p() << ")"; }
+
+Dropout2dImpl::Dropout2dImpl(const Dropout2dOptions& o) : options(o) {
+  GRADLAB_CHECK(o.p() >= 0 && o.p() <= 1, ValueError, "Dropout2d",
+                "dropout probability has to be between 0 and 1", "0 <= p <= 1",
+                std::to_string(o.p()));
+}
+Tensor Dropout2dImpl::forward(const Tensor& x) {
+  check_input("Dropout2d", x);
+  return functional::dropout2d(
+      x, functional::Dropout2dFuncOptions().p(options.p()).training(is_training()).generator(
+             options.generator()));
+}
+void Dropout2dImpl::pretty_print(std::ostream& os) const {
+  os << "Dropout2d(p=" << options.p() << ")";
+}
+
+Dropout3dImpl::Dropout3dImpl(const Dropout3dOptions& o) : options(o) {
+  GRADLAB_CHECK(o.p() >= 0 && o.p() <= 1, ValueError, "Dropout3d",
+                "dropout probability has to be between 0 and 1", "0 <= p <= 1",
+                std::to_string(o.p()));
+}
+Tensor Dropout3dImpl::forward(const Tensor& x) {
+  check_input("Dropout3d", x);
+  return functional::dropout3d(
+      x, functional::Dropout3dFuncOptions().p(options.p()).training(is_training()).generator(
+             options.generator()));
+}
+void Dropout3dImpl::pretty_print(std::ostream& os) const {
+  os << "Dropout3d(p=" << options.p() << ")";
+}
 
 // ---- BatchNorm1d -----------------------------------------------------------------------------
 
@@ -341,6 +373,80 @@ void Conv2dImpl::pretty_print(std::ostream& os) const {
   os << "Conv2d(" << options.in_channels() << ", " << options.out_channels()
      << ", kernel_size=" << options.kernel_size().str() << ", stride=" << options.stride().str();
   if (options.padding() != IntPair(0)) os << ", padding=" << options.padding().str();
+  if (options.dilation() != IntPair(1)) os << ", dilation=" << options.dilation().str();
+  os << ", bias=" << tf(options.bias()) << ")";
+}
+
+ConvTranspose2dImpl::ConvTranspose2dImpl(const ConvTranspose2dOptions& o) : options(o) {
+  const char* name = "ConvTranspose2d";
+  check_positive(name, "in_channels", o.in_channels());
+  check_positive(name, "out_channels", o.out_channels());
+  check_positive(name, "groups", o.groups());
+  check_positive(name, "kernel_size", std::min(o.kernel_size().h, o.kernel_size().w));
+  GRADLAB_CHECK(o.in_channels() % o.groups() == 0, ValueError, name,
+                "in_channels must be divisible by groups",
+                "a multiple of " + std::to_string(o.groups()), std::to_string(o.in_channels()));
+  GRADLAB_CHECK(o.out_channels() % o.groups() == 0, ValueError, name,
+                "out_channels must be divisible by groups",
+                "a multiple of " + std::to_string(o.groups()), std::to_string(o.out_channels()));
+  // NOTE: [in, out / groups, kh, kw], the transpose of Conv2d's layout; so the default init's
+  // fan_in (dim 1 times the kernel) is out_channels / groups * kh * kw, as in LibTorch.
+  weight = register_parameter("weight", empty({o.in_channels(), o.out_channels() / o.groups(),
+                                               o.kernel_size().h, o.kernel_size().w}));
+  if (o.bias()) bias = register_parameter("bias", empty({o.out_channels()}));
+  reset_parameters();
+}
+
+void ConvTranspose2dImpl::reset_parameters() { default_init(weight, bias); }
+
+Tensor ConvTranspose2dImpl::forward(const Tensor& input,
+                                    const std::optional<std::vector<int64_t>>& output_size) {
+  const char* name = "ConvTranspose2d";
+  check_input(name, input);
+  const int64_t C = options.in_channels();
+  GRADLAB_CHECK(input.dim() == 3 || input.dim() == 4, ShapeError, name,
+                "expected a 3-D or 4-D input",
+                "[N, " + std::to_string(C) + ", H, W] or [" + std::to_string(C) + ", H, W]",
+                shape_str(input.sizes()));
+  GRADLAB_CHECK(input.size(input.dim() - 3) == C, ShapeError, name,
+                "the input's channel dim must equal in_channels",
+                "input with " + std::to_string(C) + " channels", shape_str(input.sizes()),
+                "images are [N, C, H, W] (channels first), not [N, H, W, C]");
+  IntPair opad = options.output_padding();
+  if (output_size) {
+    // LibTorch's _output_padding: each size must lie in [smallest, smallest + stride - 1].
+    std::vector<int64_t> size = *output_size;
+    const auto rank = static_cast<size_t>(input.dim());
+    if (size.size() == rank) size.erase(size.begin(), size.end() - 2);
+    GRADLAB_CHECK(size.size() == 2, ShapeError, name,
+                  "output_size must have 2 or " + std::to_string(rank) + " elements",
+                  "{oh, ow}", shape_str(*output_size));
+    const IntPair k = options.kernel_size(), s = options.stride(), p = options.padding(),
+                  d = options.dilation();
+    const int64_t H = input.size(-2), W = input.size(-1);
+    const int64_t min_h = (H - 1) * s.h - 2 * p.h + d.h * (k.h - 1) + 1,
+                  min_w = (W - 1) * s.w - 2 * p.w + d.w * (k.w - 1) + 1;
+    const bool ok = size[0] >= min_h && size[0] <= min_h + s.h - 1 && size[1] >= min_w &&
+                    size[1] <= min_w + s.w - 1;
+    GRADLAB_CHECK(ok, ShapeError, name,
+                  "requested an output size of " + shape_str(size) + " for an input of " +
+                      shape_str(input.sizes()),
+                  "sizes from " + shape_str({min_h, min_w}) + " to " +
+                      shape_str({min_h + s.h - 1, min_w + s.w - 1}),
+                  shape_str(size));
+    opad = IntPair(size[0] - min_h, size[1] - min_w);
+  }
+  return conv_transpose2d(input, weight, bias, options.stride(), options.padding(), opad,
+                          options.groups(), options.dilation());
+}
+
+void ConvTranspose2dImpl::pretty_print(std::ostream& os) const {
+  os << "ConvTranspose2d(" << options.in_channels() << ", " << options.out_channels()
+     << ", kernel_size=" << options.kernel_size().str() << ", stride=" << options.stride().str();
+  if (options.padding() != IntPair(0)) os << ", padding=" << options.padding().str();
+  if (options.output_padding() != IntPair(0))
+    os << ", output_padding=" << options.output_padding().str();
+  if (options.groups() != 1) os << ", groups=" << options.groups();
   if (options.dilation() != IntPair(1)) os << ", dilation=" << options.dilation().str();
   os << ", bias=" << tf(options.bias()) << ")";
 }

@@ -63,4 +63,17 @@ void BCEWithLogitsLossImpl::pretty_print(std::ostream& os) const {
   os << "BCEWithLogitsLoss(reduction=" << reduction_name(options.reduction()) << ")";
 }
 
+BCELossImpl::BCELossImpl(const BCELossOptions& o) : options(o) {
+  if (o.weight().defined()) weight = register_buffer("weight", o.weight());
+}
+Tensor BCELossImpl::forward(const Tensor& input, const Tensor& target) {
+  return functional::binary_cross_entropy(
+      input, target,
+      functional::BinaryCrossEntropyFuncOptions().weight(weight).reduction(options.reduction()));
+}
+void BCELossImpl::pretty_print(std::ostream& os) const {
+  os << "BCELoss(reduction=" << reduction_name(options.reduction())
+     << (weight.defined() ? ", weight=" + shape_str(weight.sizes()) : std::string()) << ")";
+}
+
 }  // namespace gradlab::nn

@@ -90,4 +90,24 @@ class BCEWithLogitsLossImpl : public Module {
 };
 GRADLAB_MODULE(BCEWithLogitsLoss);
 
+/// Options of nn::BCELoss.
+struct BCELossOptions {
+  /// Multiplies each element's loss (broadcast to the input's shape); undefined: 1.
+  GRADLAB_ARG(Tensor, weight) = {};
+  GRADLAB_ARG(Reduction, reduction) = kMean;
+};
+
+/// Binary cross-entropy on probabilities (after a sigmoid): -w (y log x + (1 - y) log(1 - x)),
+/// reduced. BCEWithLogitsLoss on the logits is the stabler choice.
+class BCELossImpl : public Module {
+ public:
+  explicit BCELossImpl(const BCELossOptions& options = {});
+  Tensor forward(const Tensor& input, const Tensor& target);
+  void pretty_print(std::ostream& os) const override;
+  BCELossOptions options;
+  /// options.weight, registered as the buffer "weight" when defined (as in LibTorch).
+  Tensor weight;
+};
+GRADLAB_MODULE(BCELoss);
+
 }  // namespace gradlab::nn

@@ -180,6 +180,48 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input_in, const Tensor& ta
   return reduce(loss, r, site);
 }
 
+// loss = -w (y max(log x, -100) + (1 - y) max(log(1 - x), -100))   (PyTorch's clamp: a
+// probability of exactly 0 or 1 costs 100, not inf)
+Tensor binary_cross_entropy(const Tensor& self_in, const Tensor& target_in, const Tensor& weight_in,
+                            int64_t reduction, Site site) {
+  const char* op = "binary_cross_entropy";
+  check_same_shape(op, self_in, target_in);
+  const Reduction r = to_reduction(op, reduction);
+  const Tensor self = autocast_float32(self_in, site), target = autocast_float32(target_in, site);
+  GRADLAB_CHECK(self.is_floating_point() && target.is_floating_point(), DTypeError, op,
+                "expected floating point input and target", "float32 or float64",
+                to_string(self.dtype()) + " and " + to_string(target.dtype()),
+                "labels need .to(kFloat32)");
+  {
+    NoGradGuard no_grad;
+    const bool in_range = all(logical_and(ge(self, 0.0), le(self, 1.0))).item<bool>();
+    GRADLAB_CHECK(in_range, ValueError, op, "all elements of input should be between 0 and 1",
+                  "probabilities in [0, 1]",
+                  "values from " + std::to_string(min(self).item<double>()) + " to " +
+                      std::to_string(max(self).item<double>()),
+                  "apply sigmoid first, or pass the logits to binary_cross_entropy_with_logits "
+                  "(stabler)");
+  }
+  const Tensor y = cast_to(target, self.dtype(), site);
+  Tensor loss = neg(add(mul(y, clamp(log(self, site), -100.0, std::nullopt, site), site),
+                        mul(rsub(y, 1.0, site), clamp(log(rsub(self, 1.0, site), site), -100.0,
+                                                      std::nullopt, site), site),
+                        site),
+                    site);
+  if (weight_in.defined()) {
+    const Tensor weight = autocast_float32(weight_in, site);
+    bool fits = weight.dim() <= self.dim();
+    for (int64_t k = 1; fits && k <= weight.dim(); ++k)
+      fits = weight.size(-k) == 1 || weight.size(-k) == self.size(-k);
+    GRADLAB_CHECK(fits, ShapeError, op, "weight must broadcast to the input's shape",
+                  "a shape that broadcasts to " + shape_str(self.sizes()),
+                  shape_str(weight.sizes()),
+                  "one weight per element, or e.g. per class along the last dim");
+    loss = mul(loss, cast_to(weight, self.dtype(), site), site);
+  }
+  return reduce(loss, r, site);
+}
+
 // d = input - target;  loss = 0.5 d² / β where |d| < β, else |d| - 0.5 β   (β = 0: |d|)
 Tensor smooth_l1_loss(const Tensor& input_in, const Tensor& target_in, int64_t reduction,
                       double beta, Site site) {

@@ -1,7 +1,7 @@
 // Neural-network ops. Primitives with their own node (ops/internal/nn_ops.hpp): unfold, fold,
 // max_pool2d (kernels in backend/cpu/conv.cpp), linear (one fused LinearOp: a GEMM plus the bias),
 // threshold_backward and the fused cross-entropy. Composed from other ops (their backward comes
-// from the pieces): conv2d, dropout, batch_norm, layer_norm.
+// from the pieces): conv2d, conv_transpose2d, dropout, feature_dropout, batch_norm, layer_norm.
 
 #include "gradlab/ops/nn_ops.hpp"
 
@@ -184,6 +184,102 @@ Tensor conv2d(const Tensor& input_in, const Tensor& weight_in, const Tensor& bia
   return input.dim() == 4 ? out : out.squeeze(0, site);
 }
 
+namespace {
+
+// t cut along `dim` to [start, start + len), reading zeros past its end.
+Tensor cut(const Tensor& t, int64_t dim, int64_t start, int64_t len, const Site& site) {
+  Tensor r = t;
+  if (start + len > t.size(dim)) {
+    Shape zs = t.sizes();
+    zs[dim] = start + len - t.size(dim);
+    r = cat({t, zeros(zs, t.options())}, dim, site);
+  }
+  return r.narrow(dim, start, len, site);
+}
+
+}  // namespace
+
+// out[n, g*Og + o, i*s - p + a*d, j*s - p + b*d] += x[n, g*Cg + c, i, j] * w[g*Cg + c, o, a, b]
+// (every i, j, a, b whose target lies in the output): conv2d's adjoint. As matrices, per group,
+// cols[n] = W_gᵀ [Og*kh*kw, Cg] @ x_g[n] [Cg, H*W], and out = fold(cols) — so d/dinput is
+// conv2d(dout, weight) and d/dweight is x @ unfold(dout)ᵀ, both through matmul and fold's own
+// backward.
+Tensor conv_transpose2d(const Tensor& input_in, const Tensor& weight_in, const Tensor& bias_in,
+                        IntPair stride, IntPair padding, IntPair output_padding, int64_t groups,
+                        IntPair dilation, Site site) {
+  const char* op = "conv_transpose2d";
+  check_defined(op, weight_in, "weight");
+  const Tensor input = autocast_lower(input_in, site), weight = autocast_lower(weight_in, site),
+               bias = autocast_lower(bias_in, site);
+  Tensor x = batched_4d(op, input, site);
+  GRADLAB_CHECK(weight.dim() == 4, ShapeError, op, "weight must be 4-D",
+                "[in_channels, out_channels / groups, kh, kw]", shape_str(weight.sizes()));
+  GRADLAB_CHECK(groups > 0, ValueError, op, "groups must be positive", "groups > 0",
+                std::to_string(groups));
+  const int64_t C = weight.size(0), Og = weight.size(1), O = Og * groups;
+  GRADLAB_CHECK(C % groups == 0, ShapeError, op,
+                "in_channels (dim 0 of the weight) must be divisible by groups",
+                "a multiple of " + std::to_string(groups),
+                "weight " + shape_str(weight.sizes()) + " with groups " + std::to_string(groups));
+  if (x.size(1) != C) {
+    throw ShapeError(error_message(
+        op, "input channels do not match the weight of size " + shape_str(weight.sizes()),
+        "input with " + std::to_string(C) + " channels (dim 1 of [N, C, H, W])",
+        shape_str(input.sizes()),
+        "a transposed convolution's weight is [in_channels, out_channels / groups, kh, kw]: its "
+        "dim 0 is the input's channels"));
+  }
+  if (bias.defined())
+    GRADLAB_CHECK(bias.dim() == 1 && bias.size(0) == O, ShapeError, op,
+                  "bias must have one value per output channel (weight.size(1) * groups)",
+                  "[" + std::to_string(O) + "]", shape_str(bias.sizes()));
+  const IntPair kernel(weight.size(2), weight.size(3));
+  check_window(op, kernel, dilation, padding, stride);
+  const IntPair& opad = output_padding;
+  GRADLAB_CHECK(opad.h >= 0 && opad.w >= 0, ValueError, op, "output_padding must be non-negative",
+                "output_padding >= 0", opad.str());
+  GRADLAB_CHECK((opad.h < stride.h || opad.h < dilation.h) &&
+                    (opad.w < stride.w || opad.w < dilation.w),
+                ValueError, op, "output padding must be smaller than either stride or dilation",
+                "output_padding < stride or < dilation, in each dim",
+                "output_padding " + opad.str() + ", stride " + stride.str() + ", dilation " +
+                    dilation.str(),
+                "to pick one of several valid output sizes, use output_padding < stride");
+  const int64_t N = x.size(0), H = x.size(2), W = x.size(3);
+  // The whole canvas every block reaches, before padding is cut away.
+  const int64_t ch = (H - 1) * stride.h + dilation.h * (kernel.h - 1) + 1,
+                cw = (W - 1) * stride.w + dilation.w * (kernel.w - 1) + 1;
+  const int64_t oh = ch - 2 * padding.h + opad.h, ow = cw - 2 * padding.w + opad.w;
+  GRADLAB_CHECK(oh > 0 && ow > 0, ShapeError, op,
+                "calculated output size (" + std::to_string(oh) + "x" + std::to_string(ow) +
+                    ") is too small",
+                "(H - 1) * stride - 2 * padding + dilation * (k - 1) + output_padding + 1 > 0",
+                "input " + shape_str(x.sizes()) + " with kernel " + kernel.str() + ", stride " +
+                    stride.str() + ", padding " + padding.str(),
+                "use less padding or a larger input");
+  const int64_t kk = kernel.h * kernel.w, Cg = C / groups, L = H * W;
+  Tensor x3 = x.reshape({N, C, L}, site), cols;
+  if (groups == 1) {
+    cols = matmul(weight.reshape({C, O * kk}, site).transpose(0, 1, site), x3, site);
+  } else {
+    // [g, Og*kk, Cg] @ [N, g, Cg, L] -> [N, g, Og*kk, L]: output channel g*Og + o, as PyTorch.
+    Tensor wg = weight.reshape({groups, Cg, Og * kk}, site).transpose(1, 2, site);
+    cols = matmul(wg, x3.reshape({N, groups, Cg, L}, site), site).reshape({N, O * kk, L}, site);
+  }
+  Tensor out;
+  if (opad.h < stride.h && opad.w < stride.w) {
+    // fold onto the padded output directly: exactly H x W blocks fit it.
+    out = record<Fold>(site, cols, O, oh, ow, window(kernel, dilation, padding, stride));
+  } else {
+    // output_padding >= stride (allowed below the dilation): fold onto the whole canvas, then cut
+    // [padding, padding + oh) from it, reading zeros past its end.
+    Tensor canvas = record<Fold>(site, cols, O, ch, cw, window(kernel, dilation, 0, stride));
+    out = cut(cut(canvas, 2, padding.h, oh, site), 3, padding.w, ow, site);
+  }
+  if (bias.defined()) out = add(out, bias.reshape({1, O, 1, 1}, site), site);
+  return input.dim() == 4 ? out : out.squeeze(0, site);
+}
+
 std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, IntPair kernel,
                                                    std::optional<IntPair> stride, IntPair padding,
                                                    IntPair dilation, Site site) {
@@ -218,6 +314,31 @@ Tensor dropout(const Tensor& input, double p, bool train, Generator* generator, 
   // could round up to p, and the mask would differ from the float32 run's for the same seed.
   const bool half = input.dtype() == kFloat16 || input.dtype() == kBFloat16;
   Tensor keep = ge(rand(input.sizes(), half ? input.options().dtype(kFloat32) : input.options(), generator), p);
+  Tensor scale = mul(keep.to(input.dtype()), 1.0 / (1.0 - p));
+  return mul(input, scale, site);
+}
+
+Tensor feature_dropout(const Tensor& input, double p, bool train, Generator* generator,
+                       Site site) {
+  const char* op = "feature_dropout";
+  check_defined(op, input);
+  GRADLAB_CHECK(p >= 0 && p <= 1, ValueError, op, "dropout probability has to be between 0 and 1",
+                "0 <= p <= 1", std::to_string(p));
+  GRADLAB_CHECK(input.dim() >= 2, ShapeError, op,
+                "feature dropout requires at least 2 dimensions in the input",
+                "[N, C, *] (a batch and a channel dim)", shape_str(input.sizes()),
+                "for elementwise dropout use dropout");
+  if (!train || p == 0) return input;
+  GRADLAB_CHECK(input.is_floating_point(), DTypeError, op, "expected a floating point input",
+                "float32 or float64", to_string(input.dtype()));
+  if (p == 1) return mul(input, zeros_like(input), site);
+  // y = x * mask[n, c] / (1 - p), one draw per (sample, channel), the same over the channel's
+  // elements; the mask is a constant for autograd. Half inputs draw in float32, as dropout.
+  Shape ms(static_cast<size_t>(input.dim()), 1);
+  ms[0] = input.size(0);
+  ms[1] = input.size(1);
+  const bool half = input.dtype() == kFloat16 || input.dtype() == kBFloat16;
+  Tensor keep = ge(rand(ms, half ? input.options().dtype(kFloat32) : input.options(), generator), p);
   Tensor scale = mul(keep.to(input.dtype()), 1.0 / (1.0 - p));
   return mul(input, scale, site);
 }

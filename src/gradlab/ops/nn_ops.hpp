@@ -1,8 +1,8 @@
 #pragma once
 // Neural-network ops the nn layers are built from, as LibTorch's top-level functions (torch::conv2d,
 // ...; nn::functional, in nn/functional.hpp, forwards to them):
-// linear, unfold / fold (im2col and its adjoint), conv2d, max_pool2d, dropout, batch_norm,
-// layer_norm. unfold, fold and max_pool2d are primitives; everything else is composed.
+// linear, unfold / fold (im2col and its adjoint), conv2d, conv_transpose2d, max_pool2d, dropout,
+// feature_dropout, batch_norm, layer_norm. unfold, fold and max_pool2d are primitives; everything else is composed.
 
 #include <cstdint>
 #include <initializer_list>
@@ -52,6 +52,15 @@ Tensor fold(const Tensor& input, IntPair output_size, IntPair kernel_size, IntPa
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {},
               IntPair stride = 1, IntPair padding = 0, IntPair dilation = 1, Site site = {});
 
+/// Transposed 2-D convolution (the adjoint of conv2d; torch::conv_transpose2d): input
+/// [N, C_in, H, W] (or [C_in, H, W]), weight [C_in, C_out / groups, kh, kw], bias [C_out] ->
+/// [N, C_out, oh, ow], oh = (H - 1) * stride - 2 * padding + dilation * (kh - 1) + output_padding + 1.
+/// Computed as fold(weightᵀ @ input) per group; output_padding must be smaller than stride or
+/// dilation.
+Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {},
+                        IntPair stride = 1, IntPair padding = 0, IntPair output_padding = 0,
+                        int64_t groups = 1, IntPair dilation = 1, Site site = {});
+
 /// Max over each window: [N, C, H, W] -> [N, C, oh, ow]; stride defaults to the kernel size;
 /// padding is -inf. The gradient goes to the first maximum of each window, as in PyTorch.
 Tensor max_pool2d(const Tensor& input, IntPair kernel_size,
@@ -68,6 +77,12 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, IntPair 
 /// (the default generator when null).
 Tensor dropout(const Tensor& input, double p = 0.5, bool train = true,
                Generator* generator = nullptr, Site site = {});
+
+/// Channel-wise dropout (torch::feature_dropout, what Dropout2d / Dropout3d run): input
+/// [N, C, *]; training zeroes whole channels x[n, c] with probability p and scales the rest by
+/// 1/(1-p); not training (or p = 0): returns input unchanged. The mask comes from `generator`.
+Tensor feature_dropout(const Tensor& input, double p = 0.5, bool train = true,
+                       Generator* generator = nullptr, Site site = {});
 
 /// Batch normalization over every dim but 1 (channels): input [N, C] or [N, C, L] or [N, C, H, W].
 /// training: normalizes with the batch mean and biased variance and, when running stats are

@@ -203,8 +203,9 @@ Tensor log_softmax(const Tensor& x, int64_t dim, Site site = {});
 
 
 // ---- losses as LibTorch's top-level functions (torch::mse_loss, ...) ---------------------------
-// `reduction` is LibTorch's int64 at::Reduction: 0 none, 1 mean (default), 2 sum. The class
-// `weight` / `pos_weight` tensors are not supported: passing a defined one throws.
+// `reduction` is LibTorch's int64 at::Reduction: 0 none, 1 mean (default), 2 sum (kMean / kSum
+// convert to it). binary_cross_entropy takes a `weight`; the others' class `weight` /
+// `pos_weight` tensors are not supported: passing a defined one throws.
 // nn::functional (nn/functional.hpp) has the same losses with option structs.
 
 /// Logits [N, C] (or [C] with a 0-d target) and class indices [N] (int64) -> loss (as
@@ -227,5 +228,10 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
                                         int64_t reduction = 1, Site site = {});
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, int64_t reduction = 1,
                       double beta = 1.0, Site site = {});
+/// -weight * (target * log(self) + (1 - target) * log(1 - self)), each log clamped at -100 (as
+/// torch::binary_cross_entropy); self holds probabilities in [0, 1] (a value outside throws);
+/// target has self's shape; weight (optional) broadcasts to it. Mean divides by the element count.
+Tensor binary_cross_entropy(const Tensor& self, const Tensor& target, const Tensor& weight = {},
+                            int64_t reduction = 1, Site site = {});
 
 }  // namespace gradlab

@@ -8,8 +8,14 @@
 
 namespace gradlab::nn::functional {
 
-/// The values are LibTorch's int64 at::Reduction: 0 none, 1 mean, 2 sum.
-enum class Reduction : int64_t { None = 0, Mean = 1, Sum = 2 };
+namespace reduction_detail {
+/// The values are LibTorch's int64 at::Reduction: 0 none, 1 mean, 2 sum. An unscoped enum (in a
+/// namespace of its own, so None / Mean / Sum do not leak) as LibTorch's at::Reduction::Reduction,
+/// so `Reduction::Sum` and `kSum` also convert to the int64 `reduction` argument of the top-level
+/// losses: gradlab::mse_loss(x, y, kSum).
+enum Reduction : int64_t { None = 0, Mean = 1, Sum = 2 };
+}  // namespace reduction_detail
+using Reduction = reduction_detail::Reduction;
 inline constexpr Reduction kNone = Reduction::None;
 inline constexpr Reduction kMean = Reduction::Mean;
 inline constexpr Reduction kSum = Reduction::Sum;

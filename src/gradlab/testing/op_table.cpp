@@ -393,6 +393,12 @@ const std::map<std::string, std::string>& op_table_exemptions() {
       {"expand_as", "expand(other.sizes()): the expand row"},
       {"sum_to_size", "sum_to(x, shape) as a Tensor method (LibTorch's name): the sum_to row"},
       {"max_pool2d_with_indices", "max_pool2d plus its indices: the max_pool2d row"},
+      {"dropout2d",
+       "nn::functional::dropout2d runs feature_dropout on [N, C, H, W] (an unbatched input given a "
+       "batch dim): the feature_dropout row"},
+      {"dropout3d",
+       "nn::functional::dropout3d runs feature_dropout on [N, C, D, H, W] (an unbatched input "
+       "given a batch dim): the feature_dropout row"},
       {"cross_entropy",
        "nn::functional::cross_entropy forwards to cross_entropy_loss (LibTorch's top-level name): "
        "that row"},

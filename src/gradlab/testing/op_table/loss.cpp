@@ -1,6 +1,6 @@
 // Op-table rows of ops/loss.cpp: softmax, log_softmax, and the losses, by their LibTorch top-level
 // names (nn::functional forwards to these) — cross_entropy_loss (also its fused node and its
-// composite reference), nll_loss, mse_loss, l1_loss, smooth_l1_loss,
+// composite reference), nll_loss, mse_loss, l1_loss, smooth_l1_loss, binary_cross_entropy,
 // binary_cross_entropy_with_logits.
 
 #include "gradlab/testing/op_table/support.hpp"
@@ -249,6 +249,38 @@ void add_loss_rows(std::vector<OpSpec>& t) {
         return d < 1 ? 0.5 * d * d : d - 0.5;
       },
       false));
+  // binary_cross_entropy(self, target, weight, reduction): self and target probabilities (away
+  // from 0 and 1, where the clamp at -100 is a kink); weight of self's shape, or of its last dim
+  // (broadcast), or none.
+  t.push_back(row(
+      "binary_cross_entropy", 3, "self, target: probability; weight: positive",
+      "self and target of one shape; weight of that shape, of its trailing dim, or none; reduction",
+      [](Draw& d) {
+        Tensor x = d.values(d.shape(), Domain::probability());
+        Tensor y = d.values(x.sizes(), Domain::probability());
+        const std::string reduction = d.choose(reduction_names());
+        const int64_t form = d.integer(0, 2);  // 0 none, 1 full, 2 trailing dim
+        const OpParams p = OpParams().set("reduction", reduction);
+        const std::string head = "binary_cross_entropy(self " + sh(x) + ", target";
+        if (form == 0) return make({x, y}, p, head + ", " + reduction + ")");
+        Shape ws = x.sizes();
+        if (form == 2 && !ws.empty()) ws = {ws.back()};
+        Tensor w = d.values(ws, Domain::positive());
+        return make({x, y, w}, p, head + ", weight " + sh(w) + ", " + reduction + ")");
+      },
+      [](const TensorList& in, const OpParams& p) {
+        return TensorList{binary_cross_entropy(in[0], in[1], in.size() > 2 ? in[2] : Tensor(),
+                                               reduction_arg(p))};
+      },
+      [](const TensorList& in, const OpParams& p) {
+        Vec a = V(in[0]), b = V(in[1]), l;
+        Vec w = in.size() > 2 ? V(in[2]) : Vec();
+        for (size_t i = 0; i < a.size(); ++i) {
+          const double wi = w.empty() ? 1.0 : w[i % w.size()];  // full, or the trailing dim
+          l.push_back(-wi * (b[i] * std::log(a[i]) + (1 - b[i]) * std::log(1 - a[i])));
+        }
+        return TensorList{reduce_loss(l, in[0].sizes(), reduction_of(p))};
+      }));
   t.push_back(pair_loss(
       "binary_cross_entropy_with_logits", Domain::any(-4, 4), bce_logits,
       [](double x, double y) {

@@ -1,5 +1,5 @@
-// Op-table rows of ops/nn_ops.cpp: linear, threshold_backward, unfold, fold, conv2d, max_pool2d,
-// dropout, batch_norm, layer_norm.
+// Op-table rows of ops/nn_ops.cpp: linear, threshold_backward, unfold, fold, conv2d,
+// conv_transpose2d, max_pool2d, dropout, feature_dropout, batch_norm, layer_norm.
 
 #include "gradlab/testing/op_table/support.hpp"
 
@@ -192,6 +192,79 @@ void add_nn_rows(std::vector<OpSpec>& t) {
         if (in[0].dim() == 3) out.erase(out.begin());
         return TensorList{T(r, out)};
       }));
+  // conv_transpose2d: weight [C, O/g, kh, kw]; output_padding below stride or dilation (both
+  // of the op's fold paths: output_padding < stride, and >= stride when the dilation allows).
+  t.push_back(row(
+      "conv_transpose2d", 3, "any",
+      "input [N, C, H, W] or [C, H, W]; weight [C, O/groups, kh, kw]; bias [O] or none; stride, "
+      "padding, output_padding, groups 1-2, dilation",
+      [any](Draw& d) {
+        Win w = draw_win(d, false);
+        const int64_t g = d.integer(1, 2), C = g * d.integer(1, 2), Og = d.integer(1, 2);
+        const int64_t H = d.integer(1, 3), W = d.integer(1, 3);
+        const int64_t oph = d.integer(0, std::max(w.sh, w.dh) - 1),
+                      opw = d.integer(0, std::max(w.sw, w.dw) - 1);
+        // The output must not be empty: (H - 1) s - 2 p + d (k - 1) + op + 1 > 0.
+        if ((H - 1) * w.sh - 2 * w.ph + w.dh * (w.kh - 1) + oph + 1 <= 0) w.ph = 0;
+        if ((W - 1) * w.sw - 2 * w.pw + w.dw * (w.kw - 1) + opw + 1 <= 0) w.pw = 0;
+        Shape s = {d.integer(1, 2), C, H, W};
+        const int64_t form = d.integer(0, 3);  // bit 0: no bias, bit 1: unbatched
+        if (form & 2) s.erase(s.begin());
+        OpParams p;
+        w.into(p).set("output_padding", {oph, opw}).set("groups", g);
+        Tensor x = d.values(s, any), wt = d.values({C, Og, w.kh, w.kw}, any);
+        const std::string text = w.text() + ", output_padding [" + std::to_string(oph) + ", " +
+                                 std::to_string(opw) + "], groups " + std::to_string(g);
+        if (form & 1)
+          return make({x, wt}, p,
+                      "conv_transpose2d(x " + sh(x) + ", weight " + sh(wt) + ", " + text + ")");
+        Tensor b = d.values({g * Og}, any);
+        return make({x, wt, b}, p,
+                    "conv_transpose2d(x " + sh(x) + ", weight " + sh(wt) + ", bias, " + text +
+                        ")");
+      },
+      [](const TensorList& in, const OpParams& p) {
+        const Win w = Win::of(p);
+        const Dims& op = p.dims("output_padding");
+        return TensorList{conv_transpose2d(in[0], in[1], in.size() > 2 ? in[2] : Tensor(),
+                                           w.stride(), w.padding(), {op[0], op[1]},
+                                           p.integer("groups"), w.dilation())};
+      },
+      [](const TensorList& in, const OpParams& p) {
+        // out[n, g*Og + o, y, z] = b + Σ x[n, g*Cg + c, i, j] w[g*Cg + c, o, a, b] over
+        // y = i*s - p + a*d, z = j*s - p + b*d (read as a gather: i = (y + p - a*d) / s).
+        const Win w = Win::of(p);
+        const Dims& op = p.dims("output_padding");
+        const int64_t G = p.integer("groups");
+        Tensor x = batched(in[0]);
+        const int64_t N = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3);
+        const int64_t Og = in[1].size(1), O = G * Og, Cg = C / G;
+        const int64_t oh = (H - 1) * w.sh - 2 * w.ph + w.dh * (w.kh - 1) + op[0] + 1,
+                      ow = (W - 1) * w.sw - 2 * w.pw + w.dw * (w.kw - 1) + op[1] + 1;
+        Vec xv = V(x), wv = V(in[1]),
+            bv = in.size() > 2 ? V(in[2]) : Vec(static_cast<size_t>(O), 0.0), r;
+        for (int64_t n = 0; n < N; ++n)
+          for (int64_t o = 0; o < O; ++o)
+            for (int64_t y = 0; y < oh; ++y)
+              for (int64_t z = 0; z < ow; ++z) {
+                const int64_t grp = o / Og, oo = o % Og;
+                double acc = bv[o];
+                for (int64_t c = grp * Cg; c < (grp + 1) * Cg; ++c)
+                  for (int64_t a = 0; a < w.kh; ++a)
+                    for (int64_t b = 0; b < w.kw; ++b) {
+                      const int64_t ty = y + w.ph - a * w.dh, tz = z + w.pw - b * w.dw;
+                      if (ty < 0 || tz < 0 || ty % w.sh || tz % w.sw) continue;
+                      const int64_t i = ty / w.sh, j = tz / w.sw;
+                      if (i >= H || j >= W) continue;
+                      acc += xv[((n * C + c) * H + i) * W + j] *
+                             wv[((c * Og + oo) * w.kh + a) * w.kw + b];
+                    }
+                r.push_back(acc);
+              }
+        Shape out = {N, O, oh, ow};
+        if (in[0].dim() == 3) out.erase(out.begin());
+        return TensorList{T(r, out)};
+      }));
   t.push_back(row(
       "max_pool2d", 1, "any, distinct (no ties inside a window)",
       "[N, C, H, W] or [C, H, W]; kernel, stride (default = kernel), padding <= kernel / 2, "
@@ -257,6 +330,23 @@ void add_nn_rows(std::vector<OpSpec>& t) {
         return TensorList{dropout(in[0], p.real("p"), p.flag("train"), &g)};
       }));
   t.back().notes = "the mask is drawn from a generator reseeded on every call";
+  t.push_back(row(
+      "feature_dropout", 1, "any",
+      "rank 2-5 ([N, C, *]); p in {0, 0.3, 0.5, 1}; train or not; a fixed generator seed per case",
+      [any](Draw& d) {
+        Tensor x = d.values(d.shape(2, 5, 3), any);
+        const double q = d.choose(std::vector<double>{0.3, 0.5, 0.0, 1.0});
+        const auto seed = static_cast<int64_t>(d.seed() >> 1);
+        const bool train = d.integer(0, 4) != 0;
+        return make({x}, OpParams().set("p", q).set("seed", seed).set("train", train),
+                    "feature_dropout(x " + sh(x) + ", p=" + std::to_string(q) +
+                        (train ? ", train)" : ", eval)"));
+      },
+      [](const TensorList& in, const OpParams& p) {
+        Generator g(static_cast<uint64_t>(p.integer("seed")));
+        return TensorList{feature_dropout(in[0], p.real("p"), p.flag("train"), &g)};
+      }));
+  t.back().notes = "the channel mask is drawn from a generator reseeded on every call";
   // batch_norm(input, running_mean, running_var, weight, bias, training): the running stats are
   // inputs when not "training", weight and bias when "affine".
   t.push_back(row(
