@@ -195,6 +195,9 @@ TEST(Indexing, TensorEntriesPickAlongTheirDim) {
   EXPECT_EQ(vals(x.index({Slice(), idx})), (std::vector<double>{2, 0, 6, 4, 10, 8}));
   Tensor mask = x > 8.5;
   EXPECT_EQ(vals(x.index({mask})), (std::vector<double>{9, 10, 11}));
+  // a 0-d mask adds a dim of 1 (true) or 0 (false), as x[True] in PyTorch, and consumes none
+  EXPECT_EQ(x.index({tensor(true)}).sizes(), (Shape{1, 3, 4}));
+  EXPECT_EQ(x.index({tensor(false), Slice(), 0}).sizes(), (Shape{0, 3}));
   Tensor rows = tensor({true, false, true});
   EXPECT_EQ(x.index({rows}).sizes(), (Shape{2, 4}));
   // gradient through a picked index reaches the picked elements

@@ -47,7 +47,7 @@ Basic apply_basic(const Tensor& x, const std::vector<TensorIndex>& idx, const ch
     if (e.kind() == Kind::Tensor) {
       check_defined(op, e.tensor(), "index tensor");
       ++tensors;
-      consumed += e.tensor().dtype() == kBool ? std::max<int64_t>(e.tensor().dim(), 1) : 1;
+      consumed += e.tensor().dtype() == kBool ? e.tensor().dim() : 1;  // a 0-d mask adds a dim
     }
   }
   GRADLAB_CHECK(ellipses <= 1, ShapeError, op, "an index can only have a single ellipsis ('...')",
@@ -89,7 +89,7 @@ Basic apply_basic(const Tensor& x, const std::vector<TensorIndex>& idx, const ch
       case Kind::Tensor:
         b.tensor = e.tensor();
         b.tensor_dim = d;
-        d += e.tensor().dtype() == kBool ? std::max<int64_t>(e.tensor().dim(), 1) : 1;
+        d += e.tensor().dtype() == kBool ? e.tensor().dim() : 1;
         break;
     }
   }
