@@ -68,3 +68,4 @@ if(GRADLAB_HAVE_LIBTORCH)
     FIXTURES_REQUIRED torch_data_reference
     PASS_REGULAR_EXPRESSION "torch_data_program: same as the reference")
 endif()
+include("${CMAKE_CURRENT_SOURCE_DIR}/compat/ports/ports.cmake")
