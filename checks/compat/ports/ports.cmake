@@ -5,7 +5,8 @@
 # (tolerances: port_out.hpp). So the gradlab half checks values even where LibTorch is absent, and
 # the LibTorch half checks that the recording is still LibTorch's.
 #   cmake --build build/release --target record_ports     rewrites the recordings (LibTorch only)
-set(GRADLAB_PORTS regression custom_function)
+set(GRADLAB_PORTS regression custom_function gradient_penalty custom_dataset finetune_frozen
+  checkpoint)
 set(_ports_src "${CMAKE_CURRENT_SOURCE_DIR}/compat/ports")
 set(_ports_bin "${CMAKE_CURRENT_BINARY_DIR}/ports")
 add_executable(port_compare compat/ports/port_compare.cpp)
