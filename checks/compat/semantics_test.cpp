@@ -230,7 +230,11 @@ TEST(Overloads, ItemScalarAllAnyFactoriesLosses) {
   EXPECT_DOUBLE_EQ(mse_loss(a, b, 2).item<double>(), 10.0);
   EXPECT_DOUBLE_EQ(smooth_l1_loss(a, b).item<double>(), (0.5 + 2.5) / 2);
   EXPECT_THROW_MSG(mse_loss(a, b, 3), ValueError, "mse_loss:", "unknown reduction");
-  EXPECT_THROW_MSG(binary_cross_entropy_with_logits(a, b, a), ValueError, "weight is not supported");
+  // weight multiplies each element's loss: a = [1, 3], targets 0, so loss_i = w_i softplus(a_i).
+  EXPECT_NEAR(binary_cross_entropy_with_logits(a, b, a).item<double>(),
+              (1 * std::log1p(std::exp(1.0)) + 3 * std::log1p(std::exp(3.0))) / 2, 1e-12);
+  EXPECT_THROW_MSG(binary_cross_entropy_with_logits(a, b, f64({1.0, 2.0, 3.0})), ShapeError,
+                   "binary_cross_entropy_with_logits:", "weight must broadcast");
 }
 
 struct SquareInPlace : autograd::Function<SquareInPlace> {

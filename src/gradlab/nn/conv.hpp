@@ -79,10 +79,11 @@ GRADLAB_MODULE(ConvTranspose2d);
 
 /// Options of nn::MaxPool2d.
 struct MaxPool2dOptions {
-  MaxPool2dOptions(IntPair kernel_size) : kernel_size_(kernel_size) {}  // NOLINT: nn::MaxPool2d(2)
+  MaxPool2dOptions(IntPair kernel_size)  // NOLINT: nn::MaxPool2d(2)
+      : kernel_size_(kernel_size), stride_(kernel_size) {}
   GRADLAB_ARG(IntPair, kernel_size);
   /// Defaults to kernel_size.
-  GRADLAB_ARG(std::optional<IntPair>, stride) = std::nullopt;
+  GRADLAB_ARG(IntPair, stride);
   GRADLAB_ARG(IntPair, padding) = 0;
   GRADLAB_ARG(IntPair, dilation) = 1;
 };

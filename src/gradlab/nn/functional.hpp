@@ -2,7 +2,8 @@
 // nn::functional, where a LibTorch user looks for it (torch/nn/functional.h): losses
 // (cross_entropy, nll_loss, mse_loss, ...), activations, linear, conv2d, conv_transpose2d,
 // max_pool2d, dropout (also 2d / 3d), batch / layer norm, with their option structs
-// (CrossEntropyFuncOptions, ...).
+// (CrossEntropyFuncOptions, ...); avg / adaptive pooling, interpolate and group_norm with the
+// options of nn/resample_options.hpp.
 //
 //   namespace F = gradlab::nn::functional;
 //   Tensor loss = F::cross_entropy(logits, target,
@@ -16,6 +17,7 @@
 
 #include "gradlab/core/generator.hpp"
 #include "gradlab/core/tensor.hpp"
+#include "gradlab/nn/resample_options.hpp"
 #include "gradlab/ops/nn_ops.hpp"
 #include "gradlab/ops/ops.hpp"
 #include "gradlab/ops/reduction.hpp"
@@ -24,17 +26,23 @@ namespace gradlab::nn::functional {
 
 /// Options of cross_entropy (LibTorch's CrossEntropyFuncOptions).
 struct CrossEntropyFuncOptions {
+  Tensor weight_;
   Reduction reduction_ = kMean;
   int64_t ignore_index_ = -100;
   double label_smoothing_ = 0.0;
+  /// One weight per class [C]: loss_i = -w[t_i] logp[i, t_i]; the mean divides by Σ w[t_i].
+  CrossEntropyFuncOptions& weight(const Tensor& w) { weight_ = w; return *this; }
   CrossEntropyFuncOptions& reduction(Reduction r) { reduction_ = r; return *this; }
   CrossEntropyFuncOptions& ignore_index(int64_t i) { ignore_index_ = i; return *this; }
   CrossEntropyFuncOptions& label_smoothing(double s) { label_smoothing_ = s; return *this; }
 };
 /// Options of nll_loss (LibTorch's NLLLossFuncOptions).
 struct NLLLossFuncOptions {
+  Tensor weight_;
   Reduction reduction_ = kMean;
   int64_t ignore_index_ = -100;
+  /// One weight per class [C], as CrossEntropyFuncOptions::weight.
+  NLLLossFuncOptions& weight(const Tensor& w) { weight_ = w; return *this; }
   NLLLossFuncOptions& reduction(Reduction r) { reduction_ = r; return *this; }
   NLLLossFuncOptions& ignore_index(int64_t i) { ignore_index_ = i; return *this; }
 };
@@ -45,6 +53,17 @@ struct BinaryCrossEntropyFuncOptions {
   /// Multiplies each element's loss; broadcast to the input's shape.
   BinaryCrossEntropyFuncOptions& weight(const Tensor& w) { weight_ = w; return *this; }
   BinaryCrossEntropyFuncOptions& reduction(Reduction r) { reduction_ = r; return *this; }
+};
+/// Options of binary_cross_entropy_with_logits (LibTorch's BinaryCrossEntropyWithLogitsFuncOptions).
+struct BinaryCrossEntropyWithLogitsFuncOptions {
+  Tensor weight_, pos_weight_;
+  Reduction reduction_ = kMean;
+  /// Multiplies each element's loss; broadcast to the input's shape.
+  BinaryCrossEntropyWithLogitsFuncOptions& weight(const Tensor& w) { weight_ = w; return *this; }
+  /// Weight of the positive term, e.g. one per class along the last dim: (1 - y) x +
+  /// (1 + (p - 1) y) softplus(-x). p = #negatives / #positives balances a rare class.
+  BinaryCrossEntropyWithLogitsFuncOptions& pos_weight(const Tensor& p) { pos_weight_ = p; return *this; }
+  BinaryCrossEntropyWithLogitsFuncOptions& reduction(Reduction r) { reduction_ = r; return *this; }
 };
 /// Options of softplus (LibTorch's SoftplusFuncOptions).
 struct SoftplusFuncOptions {
@@ -76,7 +95,8 @@ using Dropout3dFuncOptions = DropoutFuncOptions;
 /// one-hot target with the uniform distribution; targets equal to ignore_index are skipped.
 Tensor cross_entropy(const Tensor& input, const Tensor& target,
                      const CrossEntropyFuncOptions& options = {}, Site site = {});
-/// Log-probabilities [N, C] and class indices [N] -> -mean(logp[i, target[i]]).
+/// Log-probabilities [N, C] and class indices [N] -> -mean(logp[i, target[i]]) (weighted by
+/// options.weight when given).
 Tensor nll_loss(const Tensor& log_probs, const Tensor& target,
                 const NLLLossFuncOptions& options = {}, Site site = {});
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = kMean,
@@ -86,6 +106,10 @@ Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = 
 /// Stable: max(x, 0) - x*y + log(1 + exp(-|x|)).
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
                                         Reduction reduction = kMean, Site site = {});
+/// The same with weight / pos_weight (LibTorch's options form).
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
+                                        const BinaryCrossEntropyWithLogitsFuncOptions& options,
+                                        Site site = {});
 /// Probabilities in [0, 1] and targets of the same shape -> -w (y log x + (1 - y) log(1 - x)),
 /// each log clamped at -100 (torch::binary_cross_entropy).
 Tensor binary_cross_entropy(const Tensor& input, const Tensor& target,
@@ -95,11 +119,15 @@ Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduc
                       double beta = 1.0, Site site = {});
 
 // ---- the same signature as the top-level op: the op itself ------------------------------------
+using gradlab::adaptive_avg_pool1d;
+using gradlab::adaptive_avg_pool2d;
+using gradlab::avg_pool2d;
 using gradlab::batch_norm;
 using gradlab::conv2d;
 using gradlab::conv_transpose2d;
 using gradlab::dropout;
 using gradlab::fold;
+using gradlab::group_norm;
 using gradlab::gelu;
 using gradlab::layer_norm;
 using gradlab::leaky_relu;
@@ -118,6 +146,22 @@ Tensor dropout(const Tensor& input, const DropoutFuncOptions& options, Site site
 Tensor dropout2d(const Tensor& input, const Dropout2dFuncOptions& options = {}, Site site = {});
 /// Channel-wise dropout of [N, C, D, H, W] (or unbatched [C, D, H, W]): feature_dropout.
 Tensor dropout3d(const Tensor& input, const Dropout3dFuncOptions& options = {}, Site site = {});
+
+/// avg_pool2d with LibTorch's options form: F::avg_pool2d(x, F::AvgPool2dFuncOptions(3).stride(2)).
+Tensor avg_pool2d(const Tensor& input, const AvgPool2dFuncOptions& options, Site site = {});
+/// adaptive_avg_pool2d with the options form: F::AdaptiveAvgPool2dFuncOptions({1, 1}).
+Tensor adaptive_avg_pool2d(const Tensor& input, const AdaptiveAvgPool2dFuncOptions& options,
+                           Site site = {});
+Tensor adaptive_avg_pool1d(const Tensor& input, const AdaptiveAvgPool1dFuncOptions& options,
+                           Site site = {});
+/// group_norm with the options form: F::group_norm(x, F::GroupNormFuncOptions(2).eps(1e-6)).
+Tensor group_norm(const Tensor& input, const GroupNormFuncOptions& options, Site site = {});
+/// Resizes [N, C, L] (kNearest, kLinear, kArea) or [N, C, H, W] (kNearest, kBilinear, kArea) to
+/// options.size, or to floor(size * scale_factor) per spatial dim. Runs upsample_nearest1d / 2d,
+/// upsample_linear1d, upsample_bilinear2d or adaptive_avg_pool1d / 2d (kArea), passing the
+/// scale factors on unless recompute_scale_factor, as LibTorch.
+Tensor interpolate(const Tensor& input, const InterpolateFuncOptions& options = {},
+                   Site site = {});
 
 // ---- a signature of their own ------------------------------------------------------------------
 Tensor softplus(const Tensor& x, const SoftplusFuncOptions& options = {}, Site site = {});

@@ -8,23 +8,9 @@
 
 #include "gradlab/core/generator.hpp"
 #include "gradlab/core/tensor.hpp"
+#include "gradlab/nn/enum.hpp"  // FanMode, Nonlinearity and their kFanIn, kReLU, ...
 
 namespace gradlab::nn::init {
-
-/// Which fan the Kaiming init keeps the variance of.
-enum class FanMode { FanIn, FanOut };
-inline constexpr FanMode kFanIn = FanMode::FanIn;
-inline constexpr FanMode kFanOut = FanMode::FanOut;
-
-/// The nonlinearity a gain is computed for.
-enum class Nonlinearity { Linear, Conv1D, Conv2D, Conv3D, Sigmoid, Tanh, ReLU, LeakyReLU, SELU };
-inline constexpr Nonlinearity kLinear = Nonlinearity::Linear;
-inline constexpr Nonlinearity kConv2D = Nonlinearity::Conv2D;
-inline constexpr Nonlinearity kSigmoid = Nonlinearity::Sigmoid;
-inline constexpr Nonlinearity kTanh = Nonlinearity::Tanh;
-inline constexpr Nonlinearity kReLU = Nonlinearity::ReLU;
-inline constexpr Nonlinearity kLeakyReLU = Nonlinearity::LeakyReLU;
-inline constexpr Nonlinearity kSELU = Nonlinearity::SELU;
 
 /// The recommended gain: 1 (linear, conv, sigmoid), 5/3 (tanh), √2 (relu),
 /// √(2 / (1 + slope²)) (leaky relu, slope = param), 3/4 (selu).

@@ -459,7 +459,7 @@ Tensor MaxPool2dImpl::forward(const Tensor& input) {
 
 void MaxPool2dImpl::pretty_print(std::ostream& os) const {
   os << "MaxPool2d(kernel_size=" << options.kernel_size().str()
-     << ", stride=" << options.stride().value_or(options.kernel_size()).str()
+     << ", stride=" << options.stride().str()
      << ", padding=" << options.padding().str() << ")";
 }
 

@@ -18,9 +18,13 @@ const char* reduction_name(Reduction r) {
 }
 }  // namespace
 
+CrossEntropyLossImpl::CrossEntropyLossImpl(const CrossEntropyLossOptions& o) : options(o) {
+  if (o.weight().defined()) weight = register_buffer("weight", o.weight());
+}
 Tensor CrossEntropyLossImpl::forward(const Tensor& input, const Tensor& target) {
   return functional::cross_entropy(input, target,
                                    functional::CrossEntropyFuncOptions()
+                                       .weight(weight)
                                        .reduction(options.reduction())
                                        .ignore_index(options.ignore_index())
                                        .label_smoothing(options.label_smoothing()));
@@ -31,9 +35,13 @@ void CrossEntropyLossImpl::pretty_print(std::ostream& os) const {
      << ", label_smoothing=" << options.label_smoothing() << ")";
 }
 
+NLLLossImpl::NLLLossImpl(const NLLLossOptions& o) : options(o) {
+  if (o.weight().defined()) weight = register_buffer("weight", o.weight());
+}
 Tensor NLLLossImpl::forward(const Tensor& input, const Tensor& target) {
   return functional::nll_loss(input, target,
                               functional::NLLLossFuncOptions()
+                                  .weight(weight)
                                   .reduction(options.reduction())
                                   .ignore_index(options.ignore_index()));
 }
@@ -56,8 +64,15 @@ void L1LossImpl::pretty_print(std::ostream& os) const {
   os << "L1Loss(reduction=" << reduction_name(options.reduction()) << ")";
 }
 
+BCEWithLogitsLossImpl::BCEWithLogitsLossImpl(const BCEWithLogitsLossOptions& o) : options(o) {
+  if (o.weight().defined()) weight = register_buffer("weight", o.weight());
+  if (o.pos_weight().defined()) pos_weight = register_buffer("pos_weight", o.pos_weight());
+}
 Tensor BCEWithLogitsLossImpl::forward(const Tensor& input, const Tensor& target) {
-  return functional::binary_cross_entropy_with_logits(input, target, options.reduction());
+  return functional::binary_cross_entropy_with_logits(
+      input, target,
+      functional::BinaryCrossEntropyWithLogitsFuncOptions().weight(weight).pos_weight(pos_weight).reduction(
+          options.reduction()));
 }
 void BCEWithLogitsLossImpl::pretty_print(std::ostream& os) const {
   os << "BCEWithLogitsLoss(reduction=" << reduction_name(options.reduction()) << ")";

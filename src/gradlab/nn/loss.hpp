@@ -18,6 +18,9 @@ namespace gradlab::nn {
 
 /// Options of nn::CrossEntropyLoss.
 struct CrossEntropyLossOptions {
+  /// One weight per class [C] (registered as the buffer "weight"): loss_i = -w[t_i] logp[i, t_i],
+  /// and the mean divides by Σ w[t_i].
+  GRADLAB_ARG(Tensor, weight) = {};
   GRADLAB_ARG(Reduction, reduction) = kMean;
   /// Targets equal to this index contribute nothing (and are not counted by the mean).
   GRADLAB_ARG(int64_t, ignore_index) = -100;
@@ -28,15 +31,19 @@ struct CrossEntropyLossOptions {
 /// Logits [N, C] and class indices [N] -> -log softmax(x)[target], reduced.
 class CrossEntropyLossImpl : public Module {
  public:
-  explicit CrossEntropyLossImpl(const CrossEntropyLossOptions& options = {}) : options(options) {}
+  explicit CrossEntropyLossImpl(const CrossEntropyLossOptions& options = {});
   Tensor forward(const Tensor& input, const Tensor& target);
   void pretty_print(std::ostream& os) const override;
   CrossEntropyLossOptions options;
+  /// options.weight, registered as the buffer "weight" when defined (as in LibTorch).
+  Tensor weight;
 };
 GRADLAB_MODULE(CrossEntropyLoss);
 
 /// Options of nn::NLLLoss.
 struct NLLLossOptions {
+  /// One weight per class [C], as CrossEntropyLossOptions::weight.
+  GRADLAB_ARG(Tensor, weight) = {};
   GRADLAB_ARG(Reduction, reduction) = kMean;
   GRADLAB_ARG(int64_t, ignore_index) = -100;
 };
@@ -44,21 +51,33 @@ struct NLLLossOptions {
 /// Log-probabilities [N, C] and class indices [N] -> -logp[target], reduced.
 class NLLLossImpl : public Module {
  public:
-  explicit NLLLossImpl(const NLLLossOptions& options = {}) : options(options) {}
+  explicit NLLLossImpl(const NLLLossOptions& options = {});
   Tensor forward(const Tensor& input, const Tensor& target);
   void pretty_print(std::ostream& os) const override;
   NLLLossOptions options;
+  /// options.weight, registered as the buffer "weight" when defined.
+  Tensor weight;
 };
 GRADLAB_MODULE(NLLLoss);
 
-/// Options of the elementwise losses (MSELoss, L1Loss, BCEWithLogitsLoss).
+/// Options of the elementwise losses (MSELoss, L1Loss).
 struct ReductionOptions {
   ReductionOptions(Reduction r = kMean) : reduction_(r) {}  // NOLINT: nn::MSELoss(kSum)
   GRADLAB_ARG(Reduction, reduction);
 };
 using MSELossOptions = ReductionOptions;
 using L1LossOptions = ReductionOptions;
-using BCEWithLogitsLossOptions = ReductionOptions;
+
+/// Options of nn::BCEWithLogitsLoss.
+struct BCEWithLogitsLossOptions {
+  BCEWithLogitsLossOptions(Reduction r = kMean) : reduction_(r) {}  // NOLINT: BCEWithLogitsLoss(kSum)
+  /// Multiplies each element's loss (broadcast to the input's shape); buffer "weight".
+  GRADLAB_ARG(Tensor, weight) = {};
+  GRADLAB_ARG(Reduction, reduction);
+  /// Weight of the positive term (e.g. one per class, broadcast along the last dim); buffer
+  /// "pos_weight".
+  GRADLAB_ARG(Tensor, pos_weight) = {};
+};
 
 /// (input - target)², reduced. Shapes must match exactly (no silent broadcasting).
 class MSELossImpl : public Module {
@@ -80,13 +99,16 @@ class L1LossImpl : public Module {
 };
 GRADLAB_MODULE(L1Loss);
 
-/// Binary cross-entropy on logits (stable: max(x, 0) - x y + log(1 + exp(-|x|))), reduced.
+/// Binary cross-entropy on logits (stable: (1 - y) x + (1 + (p - 1) y) softplus(-x), times the
+/// weight), reduced.
 class BCEWithLogitsLossImpl : public Module {
  public:
-  explicit BCEWithLogitsLossImpl(const BCEWithLogitsLossOptions& options = {}) : options(options) {}
+  explicit BCEWithLogitsLossImpl(const BCEWithLogitsLossOptions& options = {});
   Tensor forward(const Tensor& input, const Tensor& target);
   void pretty_print(std::ostream& os) const override;
   BCEWithLogitsLossOptions options;
+  /// options.weight and options.pos_weight, registered as buffers when defined.
+  Tensor weight, pos_weight;
 };
 GRADLAB_MODULE(BCEWithLogitsLoss);
 

@@ -12,6 +12,7 @@
 #include "gradlab/nn/loss.hpp"
 #include "gradlab/nn/module.hpp"
 #include "gradlab/nn/normalization.hpp"
+#include "gradlab/nn/pooling.hpp"
 #include "gradlab/nn/sequential.hpp"
 #include "gradlab/nn/utils.hpp"
 #include "gradlab/ops/nn_ops.hpp"

@@ -174,7 +174,7 @@ std::string emit_module(Emitter& E, const nn::Module& m, const std::string& x, T
     if (v.dim() != 4) unsupported("MaxPool2d on an unbatched 3-D input", "export with a batched [N, C, H, W] example");
     Tensor y = const_cast<MaxPool2dImpl*>(p)->forward(v);
     const auto& o = p->options;
-    const IntPair st = o.stride().value_or(o.kernel_size());
+    const IntPair st = o.stride();
     std::string out;
     auto* n = E.node("MaxPool", {x}, out);
     window_attrs(n, o.kernel_size(), st, o.padding(), o.dilation());

@@ -51,10 +51,20 @@ void check_same_shape(const char* op, const Tensor& input, const Tensor& target)
       "target; reshape one side, e.g. output.squeeze(-1) or target.unsqueeze(-1)"));
 }
 
-void check_no_weight(const char* op, const char* arg, const Tensor& w) {
-  GRADLAB_CHECK(!w.defined(), ValueError, op, std::string(arg) + " is not supported by gradlab",
-                "an undefined Tensor()", w.describe(),
-                "multiply the unreduced loss (reduction 0) by the weights yourself");
+// A weight that multiplies the elementwise loss: it must broadcast to the input's shape (it may
+// not grow the loss). Cast to `like`'s dtype.
+Tensor elementwise_weight(const char* op, const char* arg, const Tensor& w_in, const Tensor& like,
+                          const Site& site) {
+  const Tensor w = autocast_float32(w_in, site);
+  bool fits = w.dim() <= like.dim();
+  for (int64_t k = 1; fits && k <= w.dim(); ++k) fits = w.size(-k) == 1 || w.size(-k) == like.size(-k);
+  GRADLAB_CHECK(fits, ShapeError, op, std::string(arg) + " must broadcast to the input's shape",
+                "a shape that broadcasts to " + shape_str(like.sizes()), shape_str(w.sizes()),
+                "one weight per element, or e.g. per class along the last dim");
+  GRADLAB_CHECK(w.is_floating_point(), DTypeError, op, std::string(arg) + " must be floating point",
+                "float32 or float64", to_string(w.dtype()));
+  check_same_device(op, like, w);
+  return cast_to(w, like.dtype(), site);
 }
 
 void check_smoothing(const char* op, double label_smoothing) {
@@ -64,8 +74,8 @@ void check_smoothing(const char* op, double label_smoothing) {
 }
 
 // Shared by nll_loss and cross_entropy: log-probabilities [N, C], targets [N].
-Tensor nll_core(const char* op, const Tensor& logp, const Tensor& target, int64_t ignore_index,
-                double smoothing, Reduction reduction, const Site& site) {
+Tensor nll_core(const char* op, const Tensor& logp, const Tensor& target, const Tensor& weight,
+                int64_t ignore_index, double smoothing, Reduction reduction, const Site& site) {
   check_defined(op, target, "target");
   GRADLAB_CHECK(target.dtype() == kInt64, DTypeError, op, "target must hold class indices (int64)", "int64",
                 to_string(target.dtype()),
@@ -80,18 +90,34 @@ Tensor nll_core(const char* op, const Tensor& logp, const Tensor& target, int64_
                     std::to_string(target.size(0)) + ")",
                 std::to_string(logp.size(0)) + " targets", std::to_string(target.size(0)));
   const int64_t C = logp.size(1);
+  Tensor w;  // class weights [C], or undefined
+  if (weight.defined()) {
+    GRADLAB_CHECK(weight.dim() == 1 && weight.size(0) == C, ShapeError, op,
+                  "weight must hold one value per class", "[" + std::to_string(C) + "]",
+                  shape_str(weight.sizes()), "a class weight is a 1-D tensor of C values");
+    GRADLAB_CHECK(weight.is_floating_point(), DTypeError, op, "weight must be floating point",
+                  "float32 or float64", to_string(weight.dtype()));
+    check_same_device(op, logp, weight);
+    w = cast_to(weight, logp.dtype(), site);
+  }
   Tensor valid = ne(target, ignore_index);
   Tensor safe = where(valid, target, 0);
   kern::check_indices(safe, C, op);
   Tensor picked = gather(logp, 1, safe.unsqueeze(1), site).squeeze(1, site);  // logp[i, target_i]
-  Tensor loss = neg(picked, site);
+  // loss_i = -w[t_i] logp[i, t_i]  (w = 1 without class weights)
+  Tensor wt = w.defined() ? index_select(w, 0, safe, site) : Tensor();
+  Tensor loss = neg(w.defined() ? mul(picked, wt, site) : picked, site);
   if (smoothing > 0) {
-    // (1 - ε) * nll + ε * mean_c(-logp): the target mixed with the uniform distribution.
-    loss = add(mul(loss, 1.0 - smoothing, site), mul(neg(mean(logp, {1}, false, site), site), smoothing, site), site);
+    // (1 - ε) nll + ε / C Σ_c -w_c logp_c: the target mixed with the uniform distribution.
+    Tensor all = w.defined() ? mul(logp, w, site) : logp;
+    loss = add(mul(loss, 1.0 - smoothing, site),
+               mul(neg(sum(all, {1}, false, site), site), smoothing / static_cast<double>(C), site), site);
   }
-  const Tensor validf = valid.to(logp.dtype());
+  Tensor validf = valid.to(logp.dtype());
   loss = mul(loss, validf, site);
-  if (reduction == Reduction::Mean) return div(sum(loss, site), sum(validf), site);  // mean over kept targets
+  // mean over kept targets, each counted with its class weight: Σ loss_i / Σ w[t_i]
+  if (reduction == Reduction::Mean)
+    return div(sum(loss, site), sum(w.defined() ? mul(validf, wt, site) : validf), site);
   return reduce(loss, reduction, site);
 }
 
@@ -112,7 +138,6 @@ Tensor cross_entropy_loss(const Tensor& input, const Tensor& target, const Tenso
   const char* op = "cross_entropy";
   check_defined(op, input);
   check_defined(op, target, "target");
-  check_no_weight(op, "weight", weight);
   check_smoothing(op, label_smoothing);
   const Reduction r = to_reduction(op, reduction);
   if (input.dim() == 1 && target.dim() == 0) {  // one sample: [C] logits and a 0-d class
@@ -122,6 +147,10 @@ Tensor cross_entropy_loss(const Tensor& input, const Tensor& target, const Tenso
   }
   GRADLAB_CHECK(input.dim() == 2, ShapeError, op, "input must be logits [N, C]", "a 2-D input",
                 shape_str(input.sizes()), "flatten extra dims first, e.g. logits.reshape({-1, C})");
+  // Class weights: the composite (log_softmax, then the weighted nll).
+  if (weight.defined())
+    return nll_core(op, gradlab::log_softmax(autocast_float32(input, site), 1, site), target,
+                    autocast_float32(weight, site), ignore_index, label_smoothing, r, site);
   // One node; its oracle is cross_entropy_loss_reference, below.
   return cross_entropy_loss_fused(autocast_float32(input, site), target, reduction, ignore_index,
                                   label_smoothing, site);
@@ -134,16 +163,16 @@ Tensor cross_entropy_loss_reference(const Tensor& input, const Tensor& target, i
   check_smoothing(op, label_smoothing);
   GRADLAB_CHECK(input.dim() == 2, ShapeError, op, "input must be logits [N, C]", "a 2-D input",
                 shape_str(input.sizes()), "flatten extra dims first, e.g. logits.reshape({-1, C})");
-  return nll_core(op, gradlab::log_softmax(input, 1, site), target, ignore_index, label_smoothing,
-                  to_reduction(op, reduction), site);
+  return nll_core(op, gradlab::log_softmax(input, 1, site), target, Tensor(), ignore_index,
+                  label_smoothing, to_reduction(op, reduction), site);
 }
 
 Tensor nll_loss(const Tensor& log_probs, const Tensor& target, const Tensor& weight,
                 int64_t reduction, int64_t ignore_index, Site site) {
   const char* op = "nll_loss";
   check_defined(op, log_probs);
-  check_no_weight(op, "weight", weight);
-  return nll_core(op, autocast_float32(log_probs, site), target, ignore_index, 0.0,
+  return nll_core(op, autocast_float32(log_probs, site), target,
+                  weight.defined() ? autocast_float32(weight, site) : Tensor(), ignore_index, 0.0,
                   to_reduction(op, reduction), site);
 }
 
@@ -166,17 +195,22 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input_in, const Tensor& ta
                                         const Tensor& weight, const Tensor& pos_weight,
                                         int64_t reduction, Site site) {
   const char* op = "binary_cross_entropy_with_logits";
-  check_no_weight(op, "weight", weight);
-  check_no_weight(op, "pos_weight", pos_weight);
   check_same_shape(op, input_in, target_in);
   const Reduction r = to_reduction(op, reduction);
   const Tensor input = autocast_float32(input_in, site), target = autocast_float32(target_in, site);
   Tensor y = target.to(input.dtype());
-  // max(x, 0) - x y + log(1 + exp(-|x|)): never exponentiates a large positive number.
-  // NOTE: max(x, 0) is written (x + |x|) / 2 so that the gradient at x = 0 exactly is right:
+  // loss = (1 - y) x + (1 + (p - 1) y) softplus(-x)   (p = pos_weight, 1 without), times weight;
+  // softplus(-x) = max(-x, 0) + log(1 + exp(-|x|)) never exponentiates a large positive number.
+  // NOTE: max(-x, 0) is written (|x| - x) / 2 so that the gradient at x = 0 exactly is right:
   // relu'(0) = 0 and |x|'(0) = 0 would give -y there instead of sigmoid(0) - y = 0.5 - y.
-  Tensor pos = mul(add(input, abs(input, site), site), 0.5, site);
-  Tensor loss = add(sub(pos, mul(input, y, site), site), log(1 + exp(neg(abs(input, site), site), site), site), site);
+  Tensor neg_part = mul(sub(abs(input, site), input, site), 0.5, site);
+  Tensor softplus_neg = add(neg_part, log(1 + exp(neg(abs(input, site), site), site), site), site);
+  if (pos_weight.defined()) {
+    const Tensor p = elementwise_weight(op, "pos_weight", pos_weight, input, site);
+    softplus_neg = mul(add(mul(sub(p, 1.0, site), y, site), 1.0, site), softplus_neg, site);
+  }
+  Tensor loss = add(mul(rsub(y, 1.0, site), input, site), softplus_neg, site);
+  if (weight.defined()) loss = mul(loss, elementwise_weight(op, "weight", weight, input, site), site);
   return reduce(loss, r, site);
 }
 
@@ -208,17 +242,7 @@ Tensor binary_cross_entropy(const Tensor& self_in, const Tensor& target_in, cons
                                                       std::nullopt, site), site),
                         site),
                     site);
-  if (weight_in.defined()) {
-    const Tensor weight = autocast_float32(weight_in, site);
-    bool fits = weight.dim() <= self.dim();
-    for (int64_t k = 1; fits && k <= weight.dim(); ++k)
-      fits = weight.size(-k) == 1 || weight.size(-k) == self.size(-k);
-    GRADLAB_CHECK(fits, ShapeError, op, "weight must broadcast to the input's shape",
-                  "a shape that broadcasts to " + shape_str(self.sizes()),
-                  shape_str(weight.sizes()),
-                  "one weight per element, or e.g. per class along the last dim");
-    loss = mul(loss, cast_to(weight, self.dtype(), site), site);
-  }
+  if (weight_in.defined()) loss = mul(loss, elementwise_weight(op, "weight", weight_in, self, site), site);
   return reduce(loss, r, site);
 }
 

@@ -22,7 +22,7 @@ IntPair::IntPair(std::initializer_list<int64_t> l) : h(0), w(0) {
 
 std::string IntPair::str() const { return shape_str({h, w}); }
 
-namespace {
+namespace ops_detail {
 
 void check_window(const char* op, IntPair kernel, IntPair dilation, IntPair padding,
                   IntPair stride) {
@@ -40,18 +40,6 @@ kern::Window2d window(IntPair kernel, IntPair dilation, IntPair padding, IntPair
   return {kernel.h, kernel.w, stride.h, stride.w, padding.h, padding.w, dilation.h, dilation.w};
 }
 
-// x as [N, C, H, W] (an unbatched [C, H, W] gets a batch dim of 1).
-Tensor batched_4d(const char* op, const Tensor& x, const Site& site) {
-  check_defined(op, x);
-  GRADLAB_CHECK(x.dim() == 3 || x.dim() == 4, ShapeError, op,
-                "expected a 3-D (unbatched) or 4-D (batched) input", "[C, H, W] or [N, C, H, W]",
-                shape_str(x.sizes()),
-                "image batches are [N, C, H, W]; reshape flat rows with .view({-1, C, H, W})");
-  GRADLAB_CHECK(x.is_floating_point(), DTypeError, op, "expected a floating point input",
-                "float32 or float64", to_string(x.dtype()), "convert with .to(kFloat32)");
-  return x.dim() == 4 ? x : x.unsqueeze(0, site);
-}
-
 void check_output_size(const char* op, const Tensor& x, const kern::Window2d& w) {
   const int64_t oh = w.out_h(x.size(2)), ow = w.out_w(x.size(3));
   GRADLAB_CHECK(
@@ -62,6 +50,22 @@ void check_output_size(const char* op, const Tensor& x, const kern::Window2d& w)
           std::to_string(w.kw) + "], padding [" + std::to_string(w.ph) + ", " +
           std::to_string(w.pw) + "]",
       "use a smaller kernel, more padding, or a larger input");
+}
+
+}  // namespace ops_detail
+
+namespace {
+
+// x as [N, C, H, W] (an unbatched [C, H, W] gets a batch dim of 1).
+Tensor batched_4d(const char* op, const Tensor& x, const Site& site) {
+  check_defined(op, x);
+  GRADLAB_CHECK(x.dim() == 3 || x.dim() == 4, ShapeError, op,
+                "expected a 3-D (unbatched) or 4-D (batched) input", "[C, H, W] or [N, C, H, W]",
+                shape_str(x.sizes()),
+                "image batches are [N, C, H, W]; reshape flat rows with .view({-1, C, H, W})");
+  GRADLAB_CHECK(x.is_floating_point(), DTypeError, op, "expected a floating point input",
+                "float32 or float64", to_string(x.dtype()), "convert with .to(kFloat32)");
+  return x.dim() == 4 ? x : x.unsqueeze(0, site);
 }
 
 Tensor unfold_4d(const Tensor& x, const kern::Window2d& w, const Site& site) {
@@ -281,9 +285,9 @@ Tensor conv_transpose2d(const Tensor& input_in, const Tensor& weight_in, const T
 }
 
 std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, IntPair kernel,
-                                                   std::optional<IntPair> stride, IntPair padding,
+                                                   OptionalIntPair stride, IntPair padding,
                                                    IntPair dilation, Site site) {
-  const IntPair st = stride.value_or(kernel);
+  const IntPair st = stride.value.value_or(kernel);
   check_window("max_pool2d", kernel, dilation, padding, st);
   GRADLAB_CHECK(padding.h * 2 <= kernel.h && padding.w * 2 <= kernel.w, ValueError, "max_pool2d",
                 "pad should be at most half of the kernel size", "padding <= kernel_size / 2",
@@ -296,7 +300,7 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, IntPair 
   return {r[0], r[1]};
 }
 
-Tensor max_pool2d(const Tensor& input, IntPair kernel, std::optional<IntPair> stride,
+Tensor max_pool2d(const Tensor& input, IntPair kernel, OptionalIntPair stride,
                   IntPair padding, IntPair dilation, Site site) {
   return std::get<0>(max_pool2d_with_indices(input, kernel, stride, padding, dilation, site));
 }
@@ -444,6 +448,39 @@ Tensor layer_norm(const Tensor& input_in, const Shape& normalized_shape, const T
   Tensor y = div(xc, sqrt(add(var, eps, site), site), site);
   if (weight.defined()) y = mul(y, weight, site);
   if (bias.defined()) y = add(y, bias, site);
+  return y;
+}
+
+Tensor group_norm(const Tensor& input_in, int64_t num_groups, const Tensor& weight,
+                  const Tensor& bias, double eps, Site site) {
+  const char* op = "group_norm";
+  check_defined(op, input_in);
+  const Tensor input = autocast_float32(input_in, site);  // autocast: float32 list
+  GRADLAB_CHECK(input.is_floating_point(), DTypeError, op, "expected a floating point input",
+                "float32 or float64", to_string(input.dtype()));
+  GRADLAB_CHECK(input.dim() >= 2, ShapeError, op,
+                "expected an input with a batch and a channel dim", "[N, C, *]",
+                shape_str(input.sizes()), "an unbatched sample needs .unsqueeze(0)");
+  const int64_t N = input.size(0), C = input.size(1);
+  GRADLAB_CHECK(num_groups > 0 && C % num_groups == 0, ValueError, op,
+                "expected the number of channels to be divisible by num_groups",
+                "num_groups > 0 dividing C = " + std::to_string(C), std::to_string(num_groups),
+                "pick num_groups among the divisors of the channel count");
+  for (const Tensor* t : {&weight, &bias})
+    if (t->defined())
+      GRADLAB_CHECK(t->dim() == 1 && t->size(0) == C, ShapeError, op,
+                    "weight and bias must have one value per channel",
+                    "[" + std::to_string(C) + "]", shape_str(t->sizes()));
+  // x [N, C, *] viewed as [N, G, C/G * prod(*)]; each group normalized over its last dim
+  // (biased variance), then y = x̂ * weight[c] + bias[c] per channel.
+  Tensor g = input.reshape({N, num_groups, -1}, site);
+  Tensor xc = sub(g, mean(g, {2}, /*keepdim=*/true, site), site);
+  Tensor var = mean(mul(xc, xc, site), {2}, /*keepdim=*/true, site);
+  Tensor y = div(xc, sqrt(add(var, eps, site), site), site).reshape(input.sizes(), site);
+  Shape cshape(static_cast<size_t>(input.dim()), 1);
+  cshape[1] = C;
+  if (weight.defined()) y = mul(y, weight.reshape(cshape, site), site);
+  if (bias.defined()) y = add(y, bias.reshape(cshape, site), site);
   return y;
 }
 

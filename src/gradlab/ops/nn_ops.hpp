@@ -2,13 +2,16 @@
 // Neural-network ops the nn layers are built from, as LibTorch's top-level functions (torch::conv2d,
 // ...; nn::functional, in nn/functional.hpp, forwards to them):
 // linear, unfold / fold (im2col and its adjoint), conv2d, conv_transpose2d, max_pool2d, dropout,
-// feature_dropout, batch_norm, layer_norm. unfold, fold and max_pool2d are primitives; everything else is composed.
+// feature_dropout, batch_norm, layer_norm, group_norm; and in ops/resample.cpp avg_pool2d,
+// adaptive_avg_pool1d / 2d, upsample_nearest1d / 2d, upsample_linear1d, upsample_bilinear2d.
+// unfold, fold and max_pool2d are primitives; everything else is composed.
 
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "gradlab/core/generator.hpp"
 #include "gradlab/core/tensor.hpp"
@@ -27,6 +30,18 @@ struct IntPair {
   bool operator!=(const IntPair& o) const { return !(*this == o); }
   /// "[3, 3]" for messages and printouts.
   std::string str() const;
+};
+
+/// A pooling stride that defaults to the kernel size, as LibTorch's `IntArrayRef stride = {}`:
+/// `{}` or std::nullopt (the kernel size), `2` ({2, 2}), or `{2, 1}`.
+struct OptionalIntPair {
+  OptionalIntPair() = default;
+  OptionalIntPair(std::nullopt_t) {}                          // NOLINT
+  OptionalIntPair(int64_t v) : value(IntPair(v)) {}           // NOLINT
+  OptionalIntPair(int64_t h, int64_t w) : value(IntPair(h, w)) {}
+  OptionalIntPair(IntPair v) : value(v) {}                    // NOLINT
+  OptionalIntPair(std::optional<IntPair> v) : value(v) {}     // NOLINT
+  std::optional<IntPair> value;
 };
 
 /// y = x @ weightᵀ + bias: x [..., in], weight [out, in], bias [out] (optional) -> [..., out].
@@ -63,14 +78,51 @@ Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor&
 
 /// Max over each window: [N, C, H, W] -> [N, C, oh, ow]; stride defaults to the kernel size;
 /// padding is -inf. The gradient goes to the first maximum of each window, as in PyTorch.
-Tensor max_pool2d(const Tensor& input, IntPair kernel_size,
-                  std::optional<IntPair> stride = std::nullopt, IntPair padding = 0,
+Tensor max_pool2d(const Tensor& input, IntPair kernel_size, OptionalIntPair stride = {},
+                  IntPair padding = 0,
                   IntPair dilation = 1, Site site = {});
 /// Same, plus the int64 index of each max within its H*W plane.
 std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, IntPair kernel_size,
-                                                   std::optional<IntPair> stride = std::nullopt,
+                                                   OptionalIntPair stride = {},
                                                    IntPair padding = 0, IntPair dilation = 1,
                                                    Site site = {});
+
+/// Mean over each window (torch::avg_pool2d): [N, C, H, W] (or [C, H, W]) -> [N, C, oh, ow],
+/// oh = floor((H + 2 padding - kernel) / stride) + 1 (ceil with ceil_mode, while the last window
+/// starts inside the input or left padding); stride defaults to the kernel size; padding (zeros)
+/// at most kernel / 2. Divides by the window's size with its padding (count_include_pad), by its
+/// input elements only, or by divisor_override.
+Tensor avg_pool2d(const Tensor& input, IntPair kernel_size, OptionalIntPair stride = {},
+                  IntPair padding = 0,
+                  bool ceil_mode = false, bool count_include_pad = true,
+                  std::optional<int64_t> divisor_override = std::nullopt, Site site = {});
+/// Mean over adaptive windows (torch::adaptive_avg_pool2d): output row i of oh averages input
+/// rows [floor(i H / oh), ceil((i + 1) H / oh)), and likewise along W: [N, C, H, W] (or
+/// [C, H, W]) -> [N, C, oh, ow].
+Tensor adaptive_avg_pool2d(const Tensor& input, IntPair output_size, Site site = {});
+/// The same along L: [N, C, L] (or [C, L]) -> [N, C, output_size].
+Tensor adaptive_avg_pool1d(const Tensor& input, int64_t output_size, Site site = {});
+
+/// Nearest-neighbour resize (torch::upsample_nearest2d, what interpolate's kNearest runs):
+/// [N, C, H, W] (or [C, H, W]) -> [N, C, oh, ow], y[i] = x[min(floor(i * scale), H - 1)] per dim,
+/// scale = 1 / scales_h when given, else H / oh. output_size {oh, ow}, or empty to take
+/// floor(H * scales_h), floor(W * scales_w).
+Tensor upsample_nearest2d(const Tensor& input, std::vector<int64_t> output_size,
+                          std::optional<double> scales_h = std::nullopt,
+                          std::optional<double> scales_w = std::nullopt, Site site = {});
+/// The same along L of [N, C, L] (or [C, L]).
+Tensor upsample_nearest1d(const Tensor& input, std::vector<int64_t> output_size,
+                          std::optional<double> scales = std::nullopt, Site site = {});
+/// Bilinear resize (torch::upsample_bilinear2d): per dim, source position r = i (H - 1) / (oh - 1)
+/// with align_corners, else max((i + 0.5) scale - 0.5, 0); y = (1 - λ) x[floor r] + λ x[floor r + 1]
+/// (clamped at the edge), λ = r - floor r. Sizes as upsample_nearest2d.
+Tensor upsample_bilinear2d(const Tensor& input, std::vector<int64_t> output_size,
+                           bool align_corners, std::optional<double> scales_h = std::nullopt,
+                           std::optional<double> scales_w = std::nullopt, Site site = {});
+/// The same along L of [N, C, L] (or [C, L]) (torch::upsample_linear1d).
+Tensor upsample_linear1d(const Tensor& input, std::vector<int64_t> output_size,
+                         bool align_corners, std::optional<double> scales = std::nullopt,
+                         Site site = {});
 
 /// Training: zeroes each element with probability p and scales the rest by 1/(1-p);
 /// not training (or p = 0): returns input unchanged. The mask comes from `generator`
@@ -95,6 +147,12 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
 /// Layer normalization over the last dims (normalized_shape): biased variance, then
 /// weight * x̂ + bias when given.
 Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tensor& weight = {},
+                  const Tensor& bias = {}, double eps = 1e-5, Site site = {});
+
+/// Group normalization (torch::group_norm): x [N, C, *] split into num_groups groups of
+/// C / num_groups channels; each (sample, group) normalized with its mean and biased variance,
+/// then weight[c] * x̂ + bias[c] per channel when given.
+Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight = {},
                   const Tensor& bias = {}, double eps = 1e-5, Site site = {});
 
 /// cross_entropy_loss on logits [N, C] as one fused node (what cross_entropy_loss runs for 2-D

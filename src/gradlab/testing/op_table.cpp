@@ -352,6 +352,7 @@ const std::vector<OpSpec>& op_table() {
     table::add_loss_rows(t);
     table::add_inplace_rows(t);
     table::add_nn_rows(t);
+    table::add_resample_rows(t);
     return t;
   }();
   return rows;
@@ -402,6 +403,10 @@ const std::map<std::string, std::string>& op_table_exemptions() {
       {"cross_entropy",
        "nn::functional::cross_entropy forwards to cross_entropy_loss (LibTorch's top-level name): "
        "that row"},
+      {"interpolate",
+       "nn::functional::interpolate picks upsample_nearest1d / 2d, upsample_linear1d, "
+       "upsample_bilinear2d or adaptive_avg_pool1d / 2d (kArea) by mode and rank: those rows "
+       "(the choice itself: checks/nn/resample_test.cpp)"},
       {"cuda",
        "to(Device(kCUDA)): every row runs through it in the CUDA parity checks (checks/cuda)"},
       {"cpu",

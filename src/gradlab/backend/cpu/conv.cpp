@@ -71,8 +71,14 @@ void check_float_kernel(const Tensor& x, const char* op) {
 
 }  // namespace
 
-int64_t Window2d::out_h(int64_t H) const { return (H + 2 * ph - dh * (kh - 1) - 1) / sh + 1; }
-int64_t Window2d::out_w(int64_t W) const { return (W + 2 * pw - dw * (kw - 1) - 1) / sw + 1; }
+// floor((n + 2p - d (k - 1) - 1) / s) + 1, and 0 when the dilated kernel is wider than the padded
+// input (C++'s / truncates toward 0: -1 / 2 would count one window that does not fit).
+static int64_t window_count(int64_t n, int64_t k, int64_t s, int64_t p, int64_t d) {
+  const int64_t span = n + 2 * p - d * (k - 1) - 1;
+  return span < 0 ? 0 : span / s + 1;
+}
+int64_t Window2d::out_h(int64_t H) const { return window_count(H, kh, sh, ph, dh); }
+int64_t Window2d::out_w(int64_t W) const { return window_count(W, kw, sw, pw, dw); }
 
 Tensor im2col(const Tensor& x_in, const Window2d& w) {
   check_float_kernel(x_in, "unfold");

@@ -10,6 +10,13 @@
 
 namespace gradlab::ops_detail {
 
+// Shared by the windowed ops (nn_ops.cpp, resample.cpp): positive kernel, stride and dilation,
+// non-negative padding; the kernel window; an output of at least 1x1.
+void check_window(const char* op, IntPair kernel, IntPair dilation, IntPair padding,
+                  IntPair stride);
+kern::Window2d window(IntPair kernel, IntPair dilation, IntPair padding, IntPair stride);
+void check_output_size(const char* op, const Tensor& x, const kern::Window2d& w);
+
 // cols = unfold(x)          dx = fold(dcols)         (unfold and fold are each other's adjoint)
 struct Unfold : BuiltinOp<Unfold> {
   static constexpr const char* kName = "Im2ColBackward0";

@@ -89,8 +89,9 @@ OpSpec softmax_like(std::string name, bool log_form) {
 }
 
 // Logits [N, C] (or, when `allow_1d`, now and then [C] and a 0-d target) and class targets;
-// reduction, label_smoothing, ignore_index.
-OpCase class_case(Draw& d, bool allow_1d, const std::string& nm) {
+// reduction, label_smoothing, ignore_index; with `weighted`, now and then class weights [C]
+// (a parameter, "weight_seed": constants, not differentiated, as in PyTorch).
+OpCase class_case(Draw& d, bool allow_1d, const std::string& nm, bool weighted = false) {
   const bool one_d = allow_1d && d.integer(0, 4) == 0;
   const int64_t n = d.integer(1, 5), c = d.integer(2, 5);
   Tensor x = d.values(one_d ? Shape{c} : Shape{n, c}, Domain::any());
@@ -104,22 +105,38 @@ OpCase class_case(Draw& d, bool allow_1d, const std::string& nm) {
   }
   const std::string reduction = d.choose(reduction_names());
   const double smoothing = d.boolean() ? 0.1 : 0.0;
-  return make({x, target},
+  TensorList in{x, target};
+  const int64_t weight_seed = weighted && d.boolean() ? d.integer(1, 1 << 30) : 0;
+  return make(in,
               OpParams()
                   .set("reduction", reduction)
                   .set("ignore_index", ignore)
-                  .set("label_smoothing", smoothing),
+                  .set("label_smoothing", smoothing)
+                  .set("weight_seed", weight_seed),
               nm + "(input " + sh(x) + ", target " + sh(target) + ", reduction " + reduction +
                   ", ignore_index " + std::to_string(ignore) + ", label_smoothing " +
-                  std::to_string(smoothing) + ")");
+                  std::to_string(smoothing) +
+                  (weight_seed ? ", class weights of seed " + std::to_string(weight_seed) : "") + ")");
 }
 
-// loss_i = -(1-ε) logp[i, t_i] - ε mean_c logp[i, c], 0 where t_i is ignored; mean over kept
-// rows.
+// The class weights of a case: C values in [0.2, 3] from its "weight_seed", in the dtype and on
+// the device of `logits` [*, C]; undefined when the case has none.
+Tensor weight_of(const OpParams& p, const Tensor& logits) {
+  const int64_t seed = p.has("weight_seed") ? p.integer("weight_seed") : 0;
+  if (seed == 0) return {};
+  Generator g(static_cast<uint64_t>(seed));
+  Tensor w = rand({logits.size(-1)}, TensorOptions().dtype(kFloat64), &g) * 2.8 + 0.2;
+  return w.to(logits.dtype()).to(logits.device());
+}
+
+// loss_i = -(1-ε) w[t_i] logp[i, t_i] - ε / C Σ_c w_c logp[i, c], 0 where t_i is ignored (w = 1
+// without weights); the mean divides by Σ w[t_i] over kept rows (PyTorch's nll_loss and
+// cross_entropy with label smoothing).
 Tensor nll_reference(const Tensor& logp2, const Tensor& target, const OpParams& p, double eps,
-                     bool one_d) {
+                     bool one_d, const Tensor& weight = {}) {
   const int64_t n = logp2.size(0), c = logp2.size(1), ignore = p.integer("ignore_index");
   Vec lp = V(logp2), loss;
+  const Vec w = weight.defined() ? V(weight) : Vec(static_cast<size_t>(c), 1.0);
   auto tv = target.to_vector<int64_t>();
   double kept = 0;
   for (int64_t i = 0; i < n; ++i) {
@@ -127,10 +144,10 @@ Tensor nll_reference(const Tensor& logp2, const Tensor& target, const OpParams& 
       loss.push_back(0.0);
       continue;
     }
-    kept += 1;
-    double mean_c = 0;
-    for (int64_t k = 0; k < c; ++k) mean_c += lp[i * c + k] / static_cast<double>(c);
-    loss.push_back(-(1 - eps) * lp[i * c + tv[i]] - eps * mean_c);
+    kept += w[tv[i]];
+    double smooth = 0;
+    for (int64_t k = 0; k < c; ++k) smooth += w[k] * lp[i * c + k] / static_cast<double>(c);
+    loss.push_back(-(1 - eps) * w[tv[i]] * lp[i * c + tv[i]] - eps * smooth);
   }
   const Reduction red = reduction_of(p);
   if (red == Reduction::Mean) return T({sum_of(loss) / kept}, {});
@@ -142,7 +159,7 @@ TensorList cross_entropy_ref(const TensorList& in, const OpParams& p) {
   Tensor x2 = in[0].dim() == 1 ? T(V(in[0]), {1, in[0].size(0)}) : in[0];
   Tensor t2 = in[1].dim() == 0 ? in[1].reshape({1}) : in[1];
   Tensor lp = lanes_ref(x2, 1, log_softmax_of);
-  return {nll_reference(lp, t2, p, p.real("label_smoothing"), in[0].dim() == 1)};
+  return {nll_reference(lp, t2, p, p.real("label_smoothing"), in[0].dim() == 1, weight_of(p, x2))};
 }
 
 using PairLoss = Tensor (*)(const Tensor&, const Tensor&, Reduction);
@@ -186,9 +203,6 @@ Tensor l1(const Tensor& x, const Tensor& y, Reduction r) { return l1_loss(x, y, 
 Tensor smooth_l1(const Tensor& x, const Tensor& y, Reduction r) {
   return smooth_l1_loss(x, y, as_int(r));
 }
-Tensor bce_logits(const Tensor& x, const Tensor& y, Reduction r) {
-  return binary_cross_entropy_with_logits(x, y, Tensor(), Tensor(), as_int(r));
-}
 
 }  // namespace
 
@@ -196,11 +210,12 @@ void add_loss_rows(std::vector<OpSpec>& t) {
   t.push_back(softmax_like("softmax", false));
   t.push_back(softmax_like("log_softmax", true));
   t.push_back(row(
-      "cross_entropy_loss", 1, "logits: any; target: class indices",
-      "[N, C] and [N] (or [C] and []); reduction; smoothing; ignore_index",
-      [](Draw& d) { return class_case(d, true, "cross_entropy_loss"); },
+      "cross_entropy_loss", 1, "logits: any; target: class indices; weight: in [0.2, 3]",
+      "[N, C] and [N] (or [C] and []); reduction; smoothing; ignore_index; class weight [C] or "
+      "none",
+      [](Draw& d) { return class_case(d, true, "cross_entropy_loss", true); },
       [](const TensorList& in, const OpParams& p) {
-        return TensorList{cross_entropy_loss(in[0], in[1], Tensor(), reduction_arg(p), p.integer("ignore_index"),
+        return TensorList{cross_entropy_loss(in[0], in[1], weight_of(p, in[0]), reduction_arg(p), p.integer("ignore_index"),
                                              p.real("label_smoothing"))};
       },
       cross_entropy_ref));
@@ -228,15 +243,15 @@ void add_loss_rows(std::vector<OpSpec>& t) {
       },
       cross_entropy_ref));
   t.push_back(row(
-      "nll_loss", 1, "log-probabilities: any; target: class indices",
-      "[N, C] and [N]; reduction; ignore_index",
-      [](Draw& d) { return class_case(d, false, "nll_loss"); },
+      "nll_loss", 1, "log-probabilities: any; target: class indices; weight: in [0.2, 3]",
+      "[N, C] and [N]; reduction; ignore_index; class weight [C] or none",
+      [](Draw& d) { return class_case(d, false, "nll_loss", true); },
       [](const TensorList& in, const OpParams& p) {
-        return TensorList{nll_loss(in[0], in[1], Tensor(), reduction_arg(p),
+        return TensorList{nll_loss(in[0], in[1], weight_of(p, in[0]), reduction_arg(p),
                                    p.integer("ignore_index"))};
       },
       [](const TensorList& in, const OpParams& p) {
-        return TensorList{nll_reference(in[0], in[1], p, 0.0, false)};
+        return TensorList{nll_reference(in[0], in[1], p, 0.0, false, weight_of(p, in[0]))};
       }));
   t.push_back(pair_loss(
       "mse_loss", Domain::any(), mse, [](double a, double b) { return (a - b) * (a - b); }, false));
@@ -281,12 +296,49 @@ void add_loss_rows(std::vector<OpSpec>& t) {
         }
         return TensorList{reduce_loss(l, in[0].sizes(), reduction_of(p))};
       }));
-  t.push_back(pair_loss(
-      "binary_cross_entropy_with_logits", Domain::any(-4, 4), bce_logits,
-      [](double x, double y) {
-        return std::max(x, 0.0) - x * y + std::log1p(std::exp(-std::abs(x)));
+  // binary_cross_entropy_with_logits(input, target, weight, pos_weight, reduction): weight and
+  // pos_weight each of the input's shape, of its trailing dim (broadcast), or none.
+  t.push_back(row(
+      "binary_cross_entropy_with_logits", 4, "input: [-4, 4]; target: probability; weights: positive",
+      "input and target of one shape; weight, pos_weight: that shape, its trailing dim, or none; "
+      "reduction",
+      [](Draw& d) {
+        Tensor x = d.values(d.shape(), Domain::any(-4, 4));
+        Tensor y = d.values(x.sizes(), Domain::probability());
+        const std::string reduction = d.choose(reduction_names());
+        std::string text = "binary_cross_entropy_with_logits(input " + sh(x) + ", target";
+        TensorList in{x, y};
+        OpParams p = OpParams().set("reduction", reduction);
+        for (const char* name : {"weight", "pos_weight"}) {
+          const int64_t form = d.integer(0, 2);  // 0 none, 1 full, 2 trailing dim
+          p.set(std::string("has_") + name, form != 0);
+          if (form == 0) continue;
+          Shape ws = x.sizes();
+          if (form == 2 && !ws.empty()) ws = {ws.back()};
+          in.push_back(d.values(ws, Domain::positive(0.2, 3.0)));
+          text += std::string(", ") + name + " " + sh(in.back());
+        }
+        return make(in, p, text + ", " + reduction + ")");
       },
-      false));
+      [](const TensorList& in, const OpParams& p) {
+        size_t k = 2;
+        Tensor w = p.flag("has_weight") ? in[k++] : Tensor();
+        Tensor pw = p.flag("has_pos_weight") ? in[k++] : Tensor();
+        return TensorList{binary_cross_entropy_with_logits(in[0], in[1], w, pw, reduction_arg(p))};
+      },
+      [](const TensorList& in, const OpParams& p) {
+        size_t k = 2;
+        const Vec a = V(in[0]), b = V(in[1]);
+        const Vec w = p.flag("has_weight") ? V(in[k++]) : Vec{1.0};
+        const Vec pw = p.flag("has_pos_weight") ? V(in[k++]) : Vec{1.0};
+        Vec l;
+        for (size_t i = 0; i < a.size(); ++i) {  // -w (p y log σ(x) + (1 - y) log(1 - σ(x)))
+          const double s = 1 / (1 + std::exp(-a[i]));
+          l.push_back(-w[i % w.size()] *
+                      (pw[i % pw.size()] * b[i] * std::log(s) + (1 - b[i]) * std::log(1 - s)));
+        }
+        return TensorList{reduce_loss(l, in[0].sizes(), reduction_of(p))};
+      }));
 }
 
 }  // namespace gradlab::testing::table

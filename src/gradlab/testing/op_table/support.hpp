@@ -31,6 +31,7 @@ void add_index_rows(std::vector<OpSpec>& t);        // index.cpp
 void add_loss_rows(std::vector<OpSpec>& t);         // loss.cpp: the softmax family and losses
 void add_inplace_rows(std::vector<OpSpec>& t);      // inplace.cpp
 void add_nn_rows(std::vector<OpSpec>& t);           // nn_ops.cpp
+void add_resample_rows(std::vector<OpSpec>& t);     // resample.cpp: pooling, upsampling, group_norm
 
 // ---- references: plain loops over row-major values -------------------------------------------
 
