@@ -21,6 +21,25 @@ void put_hyperparameter(Hyperparameters& out, const char*, const std::tuple<doub
   out.emplace_back("beta2", std::get<1>(v));
 }
 
+void put_hyperparameter(Hyperparameters& out, const char* name, int64_t v) {
+  out.emplace_back(name, static_cast<double>(v));
+}
+void put_hyperparameter(Hyperparameters& out, const char* name, const std::optional<int64_t>& v) {
+  if (v) out.emplace_back(name, static_cast<double>(*v));
+}
+
+bool set_hyperparameter(int64_t& field, const char* name, const std::string& key, double v) {
+  if (key != name) return false;
+  field = static_cast<int64_t>(v);
+  return true;
+}
+bool set_hyperparameter(std::optional<int64_t>& field, const char* name, const std::string& key,
+                        double v) {
+  if (key != name) return false;
+  field = static_cast<int64_t>(v);
+  return true;
+}
+
 bool set_hyperparameter(double& field, const char* name, const std::string& key, double v) {
   if (key != name) return false;
   field = v;
@@ -104,6 +123,11 @@ void Optimizer::add_param_group(const OptimizerParamGroup& group) {
   }
   if (!g.has_options()) g.set_options(defaults_->clone());
   param_groups_.push_back(std::move(g));
+}
+
+std::optional<Shape> Optimizer::state_shape(const std::string& name, const Tensor& param) const {
+  if (name == "step") return std::nullopt;
+  return param.sizes();
 }
 
 Tensor Optimizer::step(const LossClosure& closure) {
@@ -200,11 +224,16 @@ void Optimizer::load_state_dict(const StateDict& sd) {
       const std::string name = key.substr(dot + 1);
       const Tensor& p = params[i];
       Tensor v = value.detach().clone();
-      if (name != "step") {
-        GRADLAB_CHECK(v.sizes() == p.sizes(), ShapeError, op,
+      const std::optional<Shape> want = state_shape(name, p);
+      if (want) {
+        GRADLAB_CHECK(v.sizes() == *want, ShapeError, op,
                       "state '" + key + "' does not fit its parameter",
-                      "shape " + shape_str(p.sizes()), "shape " + shape_str(v.sizes()));
-        if (v.is_floating_point() && v.dtype() != p.dtype()) v = v.to(p.dtype());
+                      "shape " + shape_str(*want), "shape " + shape_str(v.sizes()));
+      }
+      if (name != "step") {
+        // State shaped like its parameter takes its dtype (a float64 file into a float32 model).
+        if (want && *want == p.sizes() && v.is_floating_point() && v.dtype() != p.dtype())
+          v = v.to(p.dtype());
         // As PyTorch: state lives with its parameter (a CPU file loads into a CUDA model);
         // the step counter stays a CPU number.
         if (v.device() != p.device()) v = v.to(p.device());

@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -38,10 +39,16 @@ using Hyperparameters = std::vector<std::pair<std::string, double>>;
 // pair as two entries beta1 and beta2.
 void put_hyperparameter(Hyperparameters& out, const char* name, double v);
 void put_hyperparameter(Hyperparameters& out, const char* name, bool v);
+void put_hyperparameter(Hyperparameters& out, const char* name, int64_t v);
+/// An optional count is saved only when set.
+void put_hyperparameter(Hyperparameters& out, const char* name, const std::optional<int64_t>& v);
 void put_hyperparameter(Hyperparameters& out, const char* name, const std::tuple<double, double>& v);
 // Sets `field` when `key` names it (beta1 / beta2 for the pair); false when it does not.
 bool set_hyperparameter(double& field, const char* name, const std::string& key, double v);
 bool set_hyperparameter(bool& field, const char* name, const std::string& key, double v);
+bool set_hyperparameter(int64_t& field, const char* name, const std::string& key, double v);
+bool set_hyperparameter(std::optional<int64_t>& field, const char* name, const std::string& key,
+                        double v);
 bool set_hyperparameter(std::tuple<double, double>& field, const char* name, const std::string& key,
                         double v);
 [[noreturn]] void unknown_hyperparameter(const char* optimizer, const std::string& key,
@@ -104,7 +111,7 @@ class OptimizerParamGroup {
 /// Per-parameter state: name -> tensor, in insertion order ("momentum_buffer", "step", ...).
 using ParamState = StateDict;
 
-/// Base of SGD, Adam, AdamW, RMSprop.
+/// Base of SGD, Adam, AdamW, RMSprop, Adagrad, LBFGS.
 class Optimizer {
  public:
   using LossClosure = std::function<Tensor()>;
@@ -114,8 +121,9 @@ class Optimizer {
   virtual ~Optimizer() = default;
 
   /// One update of every parameter that has a gradient (parameters without one are skipped).
-  /// With a closure, it is called first (grad mode on) and its loss returned.
-  Tensor step(const LossClosure& closure = nullptr);
+  /// With a closure, it is called first (grad mode on) and its loss returned. (LBFGS overrides
+  /// it: it calls the closure many times.)
+  virtual Tensor step(const LossClosure& closure = nullptr);
   /// Clears the gradients of every parameter: to none (default, as PyTorch 2) or to zeros.
   void zero_grad(bool set_to_none = true);
   /// Adds a group; options not given are the optimizer's defaults.
@@ -142,6 +150,9 @@ class Optimizer {
   Optimizer(std::vector<OptimizerParamGroup> groups, std::unique_ptr<OptimizerOptions> defaults);
   /// Updates the parameters of one group (called under NoGradGuard for each group).
   virtual void step_group(OptimizerParamGroup& group) = 0;
+  /// The shape load_state_dict() demands of state `name` of `param` (nullopt: any): the
+  /// parameter's own shape, but any for "step".
+  virtual std::optional<Shape> state_shape(const std::string& name, const Tensor& param) const;
 
   std::unique_ptr<OptimizerOptions> defaults_;
   std::vector<OptimizerParamGroup> param_groups_;

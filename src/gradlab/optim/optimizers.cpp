@@ -1,4 +1,4 @@
-// SGD, Adam, AdamW, RMSprop: each step_group is PyTorch's single-tensor update written with
+// SGD, Adam, AdamW, RMSprop, Adagrad: each step_group is PyTorch's single-tensor update written with
 // gradlab's in-place ops (run under NoGradGuard by Optimizer::step).
 // On a CUDA parameter, SGD / Adam / AdamW run the same formula as one fused kernel
 // (backend/cuda/optim.cuh) unless an option it does not cover is set (maximize, amsgrad); CPU
@@ -11,6 +11,7 @@
 #include "gradlab/core/factories.hpp"
 #include "gradlab/core/tensor_impl.hpp"
 #include "gradlab/ops/ops.hpp"
+#include "gradlab/optim/adagrad.hpp"
 #include "gradlab/optim/adam.hpp"
 #include "gradlab/optim/rmsprop.hpp"
 #include "gradlab/optim/sgd.hpp"
@@ -250,6 +251,38 @@ void RMSprop::step_group(OptimizerParamGroup& group) {
     } else {
       p.add_(g / avg, -o.lr());
     }
+  }
+}
+
+// ---- Adagrad ---------------------------------------------------------------------------------
+
+Adagrad::Adagrad(const std::vector<Tensor>& params, const AdagradOptions& d)
+    : Adagrad(one_group(params), d) {}
+Adagrad::Adagrad(std::vector<OptimizerParamGroup> groups, const AdagradOptions& d)
+    : Optimizer(std::move(groups), d.clone()) {
+  check_nonneg("Adagrad", "learning rate", d.lr());
+  check_nonneg("Adagrad", "lr_decay value", d.lr_decay());
+  check_nonneg("Adagrad", "weight_decay value", d.weight_decay());
+  check_nonneg("Adagrad", "initial_accumulator_value", d.initial_accumulator_value());
+  check_nonneg("Adagrad", "epsilon value", d.eps());
+}
+
+void Adagrad::step_group(OptimizerParamGroup& group) {
+  const auto& o = static_cast<const AdagradOptions&>(group.options());
+  for (Tensor& p : group.params()) {
+    if (!p.grad().defined()) continue;
+    Tensor g = grad_of(p, o.maximize());
+    ParamState& st = state(p);
+    if (st.empty()) {
+      st.insert("step", scalar_tensor(0.0, dtype(kFloat64)));
+      st.insert("sum", full_like(p, o.initial_accumulator_value()));
+    }
+    const double step = bump_step(st);
+    if (o.weight_decay() != 0) g = g + o.weight_decay() * p;
+    const double clr = o.lr() / (1.0 + (step - 1.0) * o.lr_decay());
+    Tensor& sum = st["sum"];
+    sum.add_(g * g);
+    p.add_(g / (sqrt(sum) + o.eps()), -clr);
   }
 }
 
