@@ -13,6 +13,7 @@
 #include "gradlab/nn/module.hpp"
 #include "gradlab/nn/normalization.hpp"
 #include "gradlab/nn/pooling.hpp"
+#include "gradlab/nn/rnn.hpp"
 #include "gradlab/nn/sequential.hpp"
 #include "gradlab/nn/utils.hpp"
 #include "gradlab/ops/nn_ops.hpp"
