@@ -15,6 +15,37 @@
 
 namespace gradlab::nn {
 
+Tensor* NamedTensors::find(const std::string& key) noexcept {
+  for (NamedTensor& item : *this)
+    if (item.first == key) return &item.second;
+  return nullptr;
+}
+const Tensor* NamedTensors::find(const std::string& key) const noexcept {
+  return const_cast<NamedTensors*>(this)->find(key);
+}
+const Tensor& NamedTensors::operator[](const std::string& key) const {
+  if (const Tensor* t = find(key)) return *t;
+  std::string some;
+  for (size_t i = 0; i < size() && i < 8; ++i) some += (i ? ", " : "") + (*this)[i].first;
+  throw ValueError(error_message("named tensors", "no tensor named '" + key + "'",
+                                 size() ? "one of: " + some : std::string("a registered name"),
+                                 "'" + key + "'", "keys() lists every name"));
+}
+Tensor& NamedTensors::operator[](const std::string& key) {
+  return const_cast<Tensor&>(static_cast<const NamedTensors&>(*this)[key]);
+}
+std::vector<std::string> NamedTensors::keys() const {
+  std::vector<std::string> k;
+  for (const NamedTensor& item : *this) k.push_back(item.first);
+  return k;
+}
+std::vector<Tensor> NamedTensors::values() const {
+  std::vector<Tensor> v;
+  for (const NamedTensor& item : *this) v.push_back(item.second);
+  return v;
+}
+
+
 namespace {
 
 // A contiguous copy of t with `dtype` on `device` (no graph): core's copy kernel converts both.

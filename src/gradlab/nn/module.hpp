@@ -30,8 +30,33 @@ struct LoadResult {
   bool ok() const { return missing_keys.empty() && unexpected_keys.empty(); }
 };
 
-/// Name -> tensor pairs in registration order (what named_parameters() returns).
-using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+/// One named tensor: a (name, tensor) pair (.first, .second) with the face of LibTorch's
+/// OrderedDict item (.key(), .value()).
+struct NamedTensor : std::pair<std::string, Tensor> {
+  using std::pair<std::string, Tensor>::pair;
+  NamedTensor(std::pair<std::string, Tensor> p) : std::pair<std::string, Tensor>(std::move(p)) {}  // NOLINT
+  const std::string& key() const noexcept { return first; }
+  Tensor& value() noexcept { return second; }
+  const Tensor& value() const noexcept { return second; }
+};
+
+/// Name -> tensor items in registration order (what named_parameters() returns): a vector of
+/// NamedTensor, plus the lookups of LibTorch's OrderedDict (["fc.weight"], find, contains,
+/// keys, values).
+class NamedTensors : public std::vector<NamedTensor> {
+ public:
+  using std::vector<NamedTensor>::vector;
+  using std::vector<NamedTensor>::operator[];
+  /// The tensor named `key`; a ValueError names the key and some that exist when it is absent.
+  Tensor& operator[](const std::string& key);
+  const Tensor& operator[](const std::string& key) const;
+  /// The tensor named `key`, or null.
+  Tensor* find(const std::string& key) noexcept;
+  const Tensor* find(const std::string& key) const noexcept;
+  bool contains(const std::string& key) const noexcept { return find(key) != nullptr; }
+  std::vector<std::string> keys() const;
+  std::vector<Tensor> values() const;
+};
 
 class Module;
 
