@@ -28,9 +28,10 @@ packages=(
   libonnx-dev libprotobuf-dev protobuf-compiler
 )
 # Opt-in LibTorch peer (Debian's libtorch-dev, ~510 MB): GRADLAB_WITH_LIBTORCH=1 bash tools/setup.sh
-# builds gradlab_torch (gradcheck for LibTorch code) and the LibTorch halves of checks/compat.
+# builds gradlab_torch (gradcheck for LibTorch code) and the LibTorch halves of checks/compat;
+# libgloo-dev holds the Gloo headers LibTorch's c10d ProcessGroupGloo needs (the ddp port program).
 if [ "${GRADLAB_WITH_LIBTORCH:-0}" = "1" ]; then
-  packages+=(libtorch-dev)
+  packages+=(libtorch-dev libgloo-dev)
 fi
 
 if ! command -v dpkg >/dev/null 2>&1; then

@@ -40,6 +40,17 @@ foreach(_entry IN LISTS _idiom_compilers)
   set_tests_properties(compat_tensor_idioms_${CMAKE_MATCH_1} PROPERTIES LABELS unit)
 endforeach()
 
+# The c10d face outside a launcher (a group of 1): collectives run, a rank or size that is not the
+# launcher's is refused (compat/fixture/c10d_face.cpp). The ddp port program runs it under mpiexec.
+if(GRADLAB_HAVE_MPI)
+  add_executable(c10d_face compat/fixture/c10d_face.cpp)
+  target_include_directories(c10d_face PRIVATE "${PROJECT_SOURCE_DIR}/src/compat")
+  target_link_libraries(c10d_face PRIVATE gradlab::gradlab gradlab_warnings)
+  add_test(NAME compat.c10d_face_outside_a_launcher COMMAND c10d_face)
+  set_tests_properties(compat.c10d_face_outside_a_launcher PROPERTIES LABELS unit
+    PASS_REGULAR_EXPRESSION "c10d_face: OK")
+endif()
+
 # torch::data through the compat header: torch_data_program.cpp, an MNIST-style LibTorch program,
 # builds against gradlab with only <torch/torch.h> and runs its datasets, transforms, samplers and
 # loaders. With LibTorch found, the same source built against LibTorch writes the reference that

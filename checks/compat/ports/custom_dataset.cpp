@@ -76,7 +76,7 @@ int main() {
       ++batches;
     }
     if (epoch == 1) port::out_int("batches_per_epoch", batches);
-    if (epoch <= 3) port::out("epoch_" + std::to_string(epoch) + "_loss", total / batches);
+    if (epoch <= 3) port::out(port::key("epoch_", epoch) + "_loss", total / batches);
     if (epoch == 30) {
       port::out("~final_loss", total / batches);
       port::out("~final_accuracy", static_cast<double>(correct) / seen);

@@ -34,14 +34,14 @@ int main() {
 
   std::vector<torch::Tensor> trainable;
   int64_t frozen = 0;
-  // NOTE: gradlab's named_parameters() items are std::pair (.first / .second), not LibTorch's
-  // OrderedDict items (.key() / .value()): docs/libtorch_parity.md lists the gap.
-  for (auto& p : net->parameters()) {
-    if (p.requires_grad())
-      trainable.push_back(p);
+  for (auto& p : net->named_parameters()) {
+    if (p.value().requires_grad())
+      trainable.push_back(p.value());
     else
       ++frozen;
+    if (p.key().rfind("head.", 0) == 0) port::out_shape("trainable_" + p.key(), p.value());
   }
+  port::out_shape("head_weight_by_name", net->named_parameters()["head.weight"]);
   port::out_int("trainable", static_cast<int64_t>(trainable.size()));
   port::out_int("frozen", frozen);
   auto before = net->backbone->parameters()[0].clone();
@@ -55,7 +55,7 @@ int main() {
     opt.zero_grad();
     loss.backward();
     opt.step();
-    if (step <= 3 || step % 10 == 0) port::out("loss_" + std::to_string(step), loss.item<double>());
+    if (step <= 3 || step % 10 == 0) port::out(port::key("loss_", step), loss.item<double>());
   }
   const bool backbone_same = torch::equal(before, net->backbone->parameters()[0]);
   const bool head_moved = !torch::allclose(head_before, net->head->weight);

@@ -42,7 +42,7 @@ int main() {
       port::out("fc2_weight_grad", critic->fc2->weight.grad());
     }
     opt.step();
-    port::out("step_" + std::to_string(step), {loss.item<double>(), penalty.item<double>()});
+    port::out(port::key("step_", step), {loss.item<double>(), penalty.item<double>()});
   }
   port::out("fc2_weight", critic->fc2->weight);
   return 0;

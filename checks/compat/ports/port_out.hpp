@@ -37,15 +37,23 @@ inline void out(const std::string& key, const torch::Tensor& t, int64_t limit = 
   std::string line = key;
   const int64_t n = std::min<int64_t>(flat.numel(), limit);
   const double* p = flat.data_ptr<double>();
-  for (int64_t i = 0; i < n; ++i) line += " " + num(p[i]);
+  // NOTE: appended piece by piece: g++ 12 warns (-Wrestrict, falsely) on " " + std::string.
+  for (int64_t i = 0; i < n; ++i) (line += ' ') += num(p[i]);
   std::cout << line << "\n";
+}
+
+/// prefix + n, e.g. key("loss_", 3) -> "loss_3" (appended: see the NOTE above).
+inline std::string key(const char* prefix, int64_t n) {
+  std::string k(prefix);
+  k += std::to_string(n);
+  return k;
 }
 
 inline void out(const std::string& key, double v) { std::cout << key << " " << num(v) << "\n"; }
 
 inline void out(const std::string& key, std::initializer_list<double> vs) {
   std::string line = key;
-  for (double v : vs) line += " " + num(v);
+  for (double v : vs) (line += ' ') += num(v);
   std::cout << line << "\n";
 }
 
@@ -53,7 +61,7 @@ inline void out_int(const std::string& key, int64_t v) { std::cout << key << " "
 
 inline void out_shape(const std::string& key, const torch::Tensor& t) {
   std::string line = key;
-  for (int64_t d = 0; d < t.dim(); ++d) line += " " + std::to_string(t.size(d));
+  for (int64_t d = 0; d < t.dim(); ++d) (line += ' ') += std::to_string(t.size(d));
   std::cout << line << "\n";
 }
 

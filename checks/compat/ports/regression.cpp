@@ -50,7 +50,7 @@ int main() {
     loss = output.item<float>();
     output.backward();
     optim.step();
-    if (batch_idx <= 5 || batch_idx % 50 == 0) port::out("loss_" + std::to_string(batch_idx), loss);
+    if (batch_idx <= 5 || batch_idx % 50 == 0) port::out(port::key("loss_", batch_idx), loss);
     if (loss < 1e-3f) break;
   }
   std::cerr << "Loss: " << loss << " after " << batch_idx << " batches\n";
