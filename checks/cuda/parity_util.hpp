@@ -52,7 +52,10 @@ inline constexpr double kRtolFloat32 = 1e-5;
 /// exceeds 1e-5, hence 1e-4 (a TF32 GEMM, u = 4.9e-4, would still fail it).
 inline constexpr double kMatmulFactor = 10.0;
 inline bool matmul_like(const std::string& row) {
-  static const std::set<std::string> s = {"matmul", "mm", "bmm", "linear", "conv2d"};
+  // The recurrent cells: two GEMMs (linear) under their gate functions.
+  static const std::set<std::string> s = {"matmul",    "mm",       "bmm",           "linear",
+                                          "conv2d",    "lstm_cell", "gru_cell",     "rnn_tanh_cell",
+                                          "rnn_relu_cell"};
   return s.count(row) > 0;
 }
 inline double rtol_for(const std::string& row, ScalarType dt) {
@@ -86,11 +89,16 @@ inline Magnitude magnitude_rule(const std::string& row) {
           "sum_to",       "cat",         "stack",       "clone",     "contiguous", "to",
           "index_select", "gather",      "scatter_add", "index_add", "embedding",  "nll_loss",
           "add_",         "sub_",        "mul_",        "div_",      "copy_",      "masked_fill_",
-          "index_put_",   "linear",      "unfold",      "fold",      "conv2d"})
+          "index_put_",   "linear",      "unfold",      "fold",      "conv2d",
+          // linear maps with weights of one sign (the windows' 1 / divisor, the stencils' λ)
+          "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "upsample_nearest1d",
+          "upsample_nearest2d", "upsample_linear1d", "upsample_bilinear2d"})
       r[n] = Magnitude::AbsAll;
     for (const char* n :
          {"maximum", "minimum", "amax", "amin", "max", "min", "max_pool2d", "clamp", "clamp_",
-          "relu", "leaky_relu", "abs", "threshold_backward", "dropout", "fill_", "zero_"})
+          "relu", "leaky_relu", "abs", "threshold_backward", "dropout", "fill_", "zero_",
+          // the cells' bias gradients sum the gated upstream over the batch
+          "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell"})
       r[n] = Magnitude::AbsGrad;
     r["pow"] = Magnitude::Expand;
     r["batch_norm"] = Magnitude::Norm;

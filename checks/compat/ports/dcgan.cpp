@@ -45,8 +45,14 @@ struct DCGANGeneratorImpl : torch::nn::Module {
     x = torch::tanh(conv4(x));               // [N, 1, 28, 28]
     return x;
   }
-  torch::nn::ConvTranspose2d conv1, conv2, conv3, conv4;
-  torch::nn::BatchNorm2d batch_norm1, batch_norm2, batch_norm3;
+  // NOTE: declared in the order the constructor initializes them (the example's order warns).
+  torch::nn::ConvTranspose2d conv1;
+  torch::nn::BatchNorm2d batch_norm1;
+  torch::nn::ConvTranspose2d conv2;
+  torch::nn::BatchNorm2d batch_norm2;
+  torch::nn::ConvTranspose2d conv3;
+  torch::nn::BatchNorm2d batch_norm3;
+  torch::nn::ConvTranspose2d conv4;
 };
 TORCH_MODULE(DCGANGenerator);
 

@@ -1,4 +1,5 @@
-// nn::RNN / LSTM / GRU, their cells, and packed sequences (formulas and shapes: nn/rnn.hpp).
+// nn::RNN / LSTM / GRU, their cells, and packed sequences (shapes: nn/rnn.hpp; the cell formulas:
+// ops/rnn.cpp, rnn_detail::step_from_gates).
 // A layer precomputes x W_ihᵀ + b_ih for all steps with one linear, then steps through time;
 // packed input is unpacked to [T, N, *] (longest first) and each sequence's state stops
 // changing after its last step (where(t < length, new, old)), so h_n is its last step's state.
@@ -18,19 +19,17 @@ namespace gradlab::nn {
 
 namespace {
 
-int64_t gates_of(RNNMode mode) {
-  return mode == RNNMode::LSTM ? 4 : mode == RNNMode::GRU ? 3 : 1;
+rnn_detail::Cell cell_of(RNNMode mode) {
+  switch (mode) {
+    case RNNMode::RNN_TANH: return rnn_detail::Cell::RnnTanh;
+    case RNNMode::RNN_RELU: return rnn_detail::Cell::RnnRelu;
+    case RNNMode::LSTM: return rnn_detail::Cell::Lstm;
+    case RNNMode::GRU: return rnn_detail::Cell::Gru;
+  }
+  return rnn_detail::Cell::RnnTanh;
 }
 
-const char* mode_name(RNNMode mode) {
-  switch (mode) {
-    case RNNMode::RNN_TANH: return "RNN_TANH";
-    case RNNMode::RNN_RELU: return "RNN_RELU";
-    case RNNMode::LSTM: return "LSTM";
-    case RNNMode::GRU: return "GRU";
-  }
-  return "?";
-}
+int64_t gates_of(RNNMode mode) { return rnn_detail::gates_of(cell_of(mode)); }
 
 RNNMode rnn_mode(init::Nonlinearity n, const char* layer) {
   GRADLAB_CHECK(n == init::Nonlinearity::Tanh || n == init::Nonlinearity::ReLU, ValueError, layer,
@@ -38,27 +37,10 @@ RNNMode rnn_mode(init::Nonlinearity n, const char* layer) {
   return n == init::Nonlinearity::Tanh ? RNNMode::RNN_TANH : RNNMode::RNN_RELU;
 }
 
-// One step from the input's gates gx = x W_ihᵀ + b_ih [N, G H] and the state h (c for LSTM)
-// [N, H]: (h', c').
+// One step (ops/rnn.cpp: the cell formulas) from the input's gates gx = x W_ihᵀ + b_ih.
 std::pair<Tensor, Tensor> cell(RNNMode mode, const Tensor& gx, const Tensor& h, const Tensor& c,
                                const Tensor& w_hh, const Tensor& b_hh) {
-  Tensor gh = linear(h, w_hh, b_hh);
-  switch (mode) {
-    case RNNMode::RNN_TANH: return {tanh(gx + gh), Tensor()};
-    case RNNMode::RNN_RELU: return {relu(gx + gh), Tensor()};
-    case RNNMode::LSTM: {
-      const TensorList g = chunk(gx + gh, 4, 1);  // i, f, g, o
-      Tensor c2 = sigmoid(g[1]) * c + sigmoid(g[0]) * tanh(g[2]);
-      return {sigmoid(g[3]) * tanh(c2), c2};
-    }
-    case RNNMode::GRU: {
-      const TensorList a = chunk(gx, 3, 1), b = chunk(gh, 3, 1);  // r, z, n
-      Tensor r = sigmoid(a[0] + b[0]), z = sigmoid(a[1] + b[1]);
-      Tensor n = tanh(a[2] + r * b[2]);
-      return {(1.0 - z) * n + z * h, Tensor()};
-    }
-  }
-  return {};
+  return rnn_detail::step_from_gates(cell_of(mode), gx, h, c, w_hh, b_hh);
 }
 
 void check_positive(const char* layer, const char* what, int64_t v) {

@@ -2,7 +2,8 @@
 // Recurrent layers, as LibTorch's: nn::RNN, nn::LSTM, nn::GRU (num_layers, batch_first,
 // bidirectional, dropout between layers, packed input), nn::RNNCell, nn::LSTMCell, nn::GRUCell,
 // and nn::utils::rnn::{PackedSequence, pack_padded_sequence, pad_packed_sequence}.
-// Composed from linear, sigmoid, tanh and chunk (no node of their own). One step of each:
+// Composed from linear, sigmoid, tanh and chunk (no node of their own); each step runs the cell
+// of ops/rnn.cpp (torch::lstm_cell, gru_cell, rnn_tanh_cell, rnn_relu_cell), which computes:
 //   RNN   h' = tanh(x W_ihᵀ + b_ih + h W_hhᵀ + b_hh)                  (or relu)
 //   LSTM  i, f, g, o = chunk(x W_ihᵀ + b_ih + h W_hhᵀ + b_hh, 4)
 //         c' = σ(f) c + σ(i) tanh(g);   h' = σ(o) tanh(c')

@@ -3,7 +3,8 @@
 // ...; nn::functional, in nn/functional.hpp, forwards to them):
 // linear, unfold / fold (im2col and its adjoint), conv2d, conv_transpose2d, max_pool2d, dropout,
 // feature_dropout, batch_norm, layer_norm, group_norm; and in ops/resample.cpp avg_pool2d,
-// adaptive_avg_pool1d / 2d, upsample_nearest1d / 2d, upsample_linear1d, upsample_bilinear2d.
+// adaptive_avg_pool1d / 2d, upsample_nearest1d / 2d, upsample_linear1d, upsample_bilinear2d; in
+// ops/rnn.cpp lstm_cell, gru_cell, rnn_tanh_cell, rnn_relu_cell.
 // unfold, fold and max_pool2d are primitives; everything else is composed.
 
 #include <cstdint>
@@ -11,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "gradlab/core/generator.hpp"
@@ -154,6 +156,37 @@ Tensor layer_norm(const Tensor& input, const Shape& normalized_shape, const Tens
 /// then weight[c] * x̂ + bias[c] per channel when given.
 Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight = {},
                   const Tensor& bias = {}, double eps = 1e-5, Site site = {});
+
+/// One LSTM step (torch::lstm_cell): i, f, g, o = chunk(x W_ihᵀ + b_ih + h W_hhᵀ + b_hh, 4);
+/// c' = σ(f) c + σ(i) tanh(g); h' = σ(o) tanh(c'). input [N, I] (or [I]), hx = {h, c} each
+/// [N, H], w_ih [4 H, I], w_hh [4 H, H], biases [4 H] (optional) -> (h', c').
+std::tuple<Tensor, Tensor> lstm_cell(const Tensor& input, const TensorList& hx, const Tensor& w_ih,
+                                     const Tensor& w_hh, const Tensor& b_ih = {},
+                                     const Tensor& b_hh = {}, Site site = {});
+/// One GRU step (torch::gru_cell): r, z, n_x = chunk(x W_ihᵀ + b_ih, 3), r_h, z_h, n_h =
+/// chunk(h W_hhᵀ + b_hh, 3); r = σ(r_x + r_h), z = σ(z_x + z_h), n = tanh(n_x + r n_h);
+/// h' = (1 - z) n + z h. Weights [3 H, I] and [3 H, H].
+Tensor gru_cell(const Tensor& input, const Tensor& hx, const Tensor& w_ih, const Tensor& w_hh,
+                const Tensor& b_ih = {}, const Tensor& b_hh = {}, Site site = {});
+/// h' = tanh(x W_ihᵀ + b_ih + h W_hhᵀ + b_hh) (torch::rnn_tanh_cell). Weights [H, I], [H, H].
+Tensor rnn_tanh_cell(const Tensor& input, const Tensor& hx, const Tensor& w_ih, const Tensor& w_hh,
+                     const Tensor& b_ih = {}, const Tensor& b_hh = {}, Site site = {});
+/// h' = relu(x W_ihᵀ + b_ih + h W_hhᵀ + b_hh) (torch::rnn_relu_cell).
+Tensor rnn_relu_cell(const Tensor& input, const Tensor& hx, const Tensor& w_ih, const Tensor& w_hh,
+                     const Tensor& b_ih = {}, const Tensor& b_hh = {}, Site site = {});
+
+namespace rnn_detail {
+/// The recurrent cells.
+enum class Cell { RnnTanh, RnnRelu, Lstm, Gru };
+/// How many gate blocks of H rows the cell's weights have: 1, 4 (LSTM) or 3 (GRU).
+int64_t gates_of(Cell cell);
+/// One step from the input's gates gx = x W_ihᵀ + b_ih [N, G H] and the state h (and c for LSTM)
+/// [N, H]: (h', c'; c' undefined but for LSTM). The one place the cell formulas are written: the
+/// cell ops above and nn::RNN / LSTM / GRU (which compute gx for all steps at once) run it.
+std::pair<Tensor, Tensor> step_from_gates(Cell cell, const Tensor& gx, const Tensor& h,
+                                          const Tensor& c, const Tensor& w_hh, const Tensor& b_hh,
+                                          const Site& site = {});
+}  // namespace rnn_detail
 
 /// cross_entropy_loss on logits [N, C] as one fused node (what cross_entropy_loss runs for 2-D
 /// logits); same arguments, results and errors as the composite cross_entropy_loss_reference.

@@ -353,6 +353,7 @@ const std::vector<OpSpec>& op_table() {
     table::add_inplace_rows(t);
     table::add_nn_rows(t);
     table::add_resample_rows(t);
+    table::add_rnn_rows(t);
     return t;
   }();
   return rows;

@@ -32,6 +32,7 @@ void add_loss_rows(std::vector<OpSpec>& t);         // loss.cpp: the softmax fam
 void add_inplace_rows(std::vector<OpSpec>& t);      // inplace.cpp
 void add_nn_rows(std::vector<OpSpec>& t);           // nn_ops.cpp
 void add_resample_rows(std::vector<OpSpec>& t);     // resample.cpp: pooling, upsampling, group_norm
+void add_rnn_rows(std::vector<OpSpec>& t);          // rnn.cpp: the recurrent cells
 
 // ---- references: plain loops over row-major values -------------------------------------------
 
