@@ -28,7 +28,7 @@ namespace gradlab::compat_detail {
 template <class... Args>
 std::string str(const Args&... args) {
   std::ostringstream os;
-  (os << ... << args);
+  if constexpr (sizeof...(Args) > 0) (os << ... << args);  // none: `(os);` would warn
   return os.str();
 }
 

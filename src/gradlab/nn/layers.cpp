@@ -1,6 +1,6 @@
 // The layers of gradlab::nn: Sequential, Linear, Flatten, activations, Dropout, Dropout2d,
-// Dropout3d, BatchNorm1d/2d/3d, LayerNorm, Embedding, Conv2d, ConvTranspose2d, MaxPool2d.
-// Forward passes forward to ops (ops.hpp, nn_ops.hpp).
+// Dropout3d, BatchNorm1d/2d/3d, LayerNorm, Embedding, Conv2d, ConvTranspose2d, MaxPool2d, and
+// pooling.hpp's AvgPool2d ... GroupNorm. Forward passes forward to ops (ops.hpp, nn_ops.hpp).
 
 #include <cmath>
 #include <numbers>
@@ -16,6 +16,7 @@
 #include "gradlab/nn/init.hpp"
 #include "gradlab/nn/linear.hpp"
 #include "gradlab/nn/normalization.hpp"
+#include "gradlab/nn/pooling.hpp"
 #include "gradlab/nn/sequential.hpp"
 #include "gradlab/ops/nn_ops.hpp"
 #include "gradlab/ops/ops.hpp"
@@ -461,6 +462,89 @@ void MaxPool2dImpl::pretty_print(std::ostream& os) const {
   os << "MaxPool2d(kernel_size=" << options.kernel_size().str()
      << ", stride=" << options.stride().str()
      << ", padding=" << options.padding().str() << ")";
+}
+
+// ---- AvgPool2d, AdaptiveAvgPool1d / 2d, Upsample, GroupNorm (nn/pooling.hpp): one call of
+// their op (ops/resample.cpp, ops/nn_ops.cpp) or of F::interpolate ----------------------------
+
+namespace {
+template <class V>
+void print_list(std::ostream& os, const std::vector<V>& v) {
+  os << "[";
+  for (size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << v[i];
+  os << "]";
+}
+}  // namespace
+
+Tensor AvgPool2dImpl::forward(const Tensor& input) {
+  check_input("AvgPool2d", input);
+  return functional::avg_pool2d(input, options);
+}
+
+void AvgPool2dImpl::pretty_print(std::ostream& os) const {
+  os << "AvgPool2d(kernel_size=" << options.kernel_size().str()
+     << ", stride=" << options.stride().str() << ", padding=" << options.padding().str() << ")";
+}
+
+Tensor AdaptiveAvgPool2dImpl::forward(const Tensor& input) {
+  check_input("AdaptiveAvgPool2d", input);
+  return adaptive_avg_pool2d(input, options.output_size());
+}
+
+void AdaptiveAvgPool2dImpl::pretty_print(std::ostream& os) const {
+  os << "AdaptiveAvgPool2d(output_size=" << options.output_size().str() << ")";
+}
+
+Tensor AdaptiveAvgPool1dImpl::forward(const Tensor& input) {
+  check_input("AdaptiveAvgPool1d", input);
+  return adaptive_avg_pool1d(input, options.output_size());
+}
+
+void AdaptiveAvgPool1dImpl::pretty_print(std::ostream& os) const {
+  os << "AdaptiveAvgPool1d(output_size=" << options.output_size() << ")";
+}
+
+Tensor UpsampleImpl::forward(const Tensor& input) {
+  check_input("Upsample", input);
+  return functional::interpolate(input, InterpolateFuncOptions()
+                                            .size(options.size())
+                                            .scale_factor(options.scale_factor())
+                                            .mode(options.mode())
+                                            .align_corners(options.align_corners()));
+}
+
+void UpsampleImpl::pretty_print(std::ostream& os) const {
+  os << "Upsample(";
+  if (options.size()) os << "size=", print_list(os, *options.size());
+  if (options.scale_factor()) os << "scale_factor=", print_list(os, *options.scale_factor());
+  os << ", mode=" << to_string(options.mode()) << ")";
+}
+
+GroupNormImpl::GroupNormImpl(const GroupNormOptions& o) : options(o) {
+  GRADLAB_CHECK(o.num_groups() > 0 && o.num_channels() > 0 && o.num_channels() % o.num_groups() == 0,
+                ValueError, "GroupNorm", "num_channels must be divisible by num_groups",
+                "num_groups > 0 dividing num_channels = " + std::to_string(o.num_channels()),
+                std::to_string(o.num_groups()));
+  if (o.affine()) {
+    weight = register_parameter("weight", ones({o.num_channels()}));
+    bias = register_parameter("bias", zeros({o.num_channels()}));
+  }
+}
+
+void GroupNormImpl::reset_parameters() {
+  if (!options.affine()) return;
+  init::ones_(weight);
+  init::zeros_(bias);
+}
+
+Tensor GroupNormImpl::forward(const Tensor& input) {
+  check_input("GroupNorm", input);
+  return group_norm(input, options.num_groups(), weight, bias, options.eps());
+}
+
+void GroupNormImpl::pretty_print(std::ostream& os) const {
+  os << "GroupNorm(" << options.num_groups() << ", " << options.num_channels()
+     << ", eps=" << options.eps() << ", affine=" << tf(options.affine()) << ")";
 }
 
 }  // namespace gradlab::nn

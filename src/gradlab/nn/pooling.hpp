@@ -1,6 +1,7 @@
 #pragma once
-// nn::AvgPool2d, nn::AdaptiveAvgPool1d / 2d, nn::Upsample and nn::GroupNorm (options in
-// nn/resample_options.hpp; the ops in ops/resample.cpp and ops/nn_ops.cpp).
+// nn::AvgPool2d, nn::AdaptiveAvgPool1d / 2d, nn::Upsample and nn::GroupNorm (defined in
+// nn/layers.cpp; options in nn/resample_options.hpp; the ops in ops/resample.cpp and
+// ops/nn_ops.cpp).
 
 #include "gradlab/nn/module.hpp"
 #include "gradlab/nn/resample_options.hpp"
