@@ -12,6 +12,7 @@ rank only. Bottom up (the same table is in README.md and README.zh-CN.md, "Layer
     4  testing  nn  data  jit
     5  optim  io  distributed
     6  amp  train  diagnose  onnx
+    7  display
     top gradlab.hpp, testing.hpp (umbrella headers: they may include anything, nothing includes
         them)
 
@@ -43,6 +44,7 @@ RANKS = [
     ["testing", "nn", "data", "jit"],
     ["optim", "io", "distributed"],
     ["amp", "train", "diagnose", "onnx"],
+    ["display"],
 ]
 RANK = {folder: r for r, folders in enumerate(RANKS) for folder in folders}
 TOP = len(RANKS)  # the umbrella headers directly in src/gradlab/

@@ -24,6 +24,9 @@ packages=(
   # llvm-19-dev), clang++-19 for the C++17 header test, nbclient / jupyter_client to run them
   xeus-dev libclang-19-dev libclang-cpp19-dev llvm-19-dev clang-19
   python3-nbclient python3-jupyter-client python3-nbformat
+  # rich display (gradlab::display): cairo draws the PNGs (tensor pictures, training curves),
+  # Graphviz's dot renders autograd graphs to SVG
+  libcairo2-dev graphviz
   # ONNX export: the ONNX protobuf schema + checker (onnxruntime comes from PyPI into .venv)
   libonnx-dev libprotobuf-dev protobuf-compiler
 )
