@@ -33,6 +33,17 @@
 //   gradlab::InterruptedError: the reply is a "KeyboardInterrupt" error. Code that runs no gradlab
 //   op cannot be stopped safely (no cancellation point); it runs to its end and the kernel says
 //   so on stderr.
+// - Rich display: libgradlab_display (display/display.hpp) is loaded too. gradlab::display(x)
+//   in a cell reaches display_sink below and becomes a display_data message, in order with the
+//   cell's stdout; a trailing expression with a gradlab::mime_bundle form (a tensor, graph_view,
+//   image_view, curve_plot) becomes an execute_result with all its MIME types.
+// - Fast start: the build precompiles the prelude (xgradlab_prelude.hpp: gradlab.hpp, display.hpp,
+//   <iostream>) with clang 19 into xgradlab_prelude.pch, with -fpch-codegen (its inline functions
+//   and template instances compiled once into libxgradlab_prelude.so, which the kernel loads) and
+//   -fpch-instantiate-templates (so no instantiation is left for the first cell). The kernel
+//   starts with -include-pch; a stale or unusable PCH, or XGRADLAB_CXXFLAGS (other flags than
+//   the PCH's), falls back to parsing the headers (the log says which).
+// - complete_request and inspect_request (introspect.hpp) run in a fork()ed copy of the kernel.
 // - At exit the kernel leaves with _Exit: clang 19's JIT crashes on the thread_local
 //   destructors of JIT code (see ../../../shared/TOOLCHAIN.md).
 
@@ -77,6 +88,8 @@
 
 #include "cell_rewrite.hpp"
 #include "cell_scan.hpp"
+#include "introspect.hpp"
+#include "output_pipes.hpp"
 #include "gradlab/core/demangle.hpp"
 
 #ifndef XGRADLAB_INCLUDE_DIR
@@ -84,6 +97,12 @@
 #endif
 #ifndef XGRADLAB_LIBRARY
 #error "XGRADLAB_LIBRARY (libgradlab.so) must be defined by the build"
+#endif
+#ifndef XGRADLAB_DISPLAY_LIBRARY
+#error "XGRADLAB_DISPLAY_LIBRARY (libgradlab_display.so) must be defined by the build"
+#endif
+#if !defined(XGRADLAB_PCH) || !defined(XGRADLAB_PCH_LIBRARY)
+#error "XGRADLAB_PCH / XGRADLAB_PCH_LIBRARY (the precompiled prelude; may be \"\") must be defined"
 #endif
 #ifndef XGRADLAB_RESOURCE_DIR
 #error "XGRADLAB_RESOURCE_DIR (clang 19's resource directory) must be defined by the build"
@@ -96,63 +115,31 @@ namespace {
 
 constexpr const char* kVersion = "0.1.0";
 
-// ---- output capture: fds 1 and 2 become pipes, drained by the xeus thread ------------------------
-class OutputPipes {
- public:
-  OutputPipes() {
-    saved_err_ = dup(STDERR_FILENO);  // the kernel's own log (Jupyter's terminal)
-    for (int k = 0; k < 2; ++k) {
-      int p[2];
-      if (pipe(p) != 0) {
-        std::perror("xgradlab: pipe");
-        std::exit(1);
-      }
-      fcntl(p[0], F_SETFL, fcntl(p[0], F_GETFL) | O_NONBLOCK);
-      fcntl(p[0], F_SETPIPE_SZ, 1 << 20);  // a chatty cell blocks less often between drains
-      std::fflush(k == 0 ? stdout : stderr);
-      dup2(p[1], k == 0 ? STDOUT_FILENO : STDERR_FILENO);
-      close(p[1]);
-      read_fd_[k] = p[0];
-    }
-    // Line-buffered stdout: std::cout / printf lines reach the client while the cell runs.
-    std::setvbuf(stdout, nullptr, _IOLBF, 1 << 16);
-  }
-  /// Everything written so far to stdout (k = 0) or stderr (k = 1).
-  std::string drain(int k) {
-    std::string out;
-    char buf[1 << 14];
-    for (;;) {
-      const ssize_t got = read(read_fd_[k], buf, sizeof buf);
-      if (got <= 0) break;
-      out.append(buf, static_cast<std::size_t>(got));
-    }
-    return out;
-  }
-  void flush_streams() {
-    std::cout.flush();
-    std::cerr.flush();
-    std::fflush(nullptr);
-    llvm::outs().flush();
-    llvm::errs().flush();
-  }
-  /// Writes to the terminal Jupyter started the kernel from (not to the notebook).
-  void log(const std::string& text) const {
-    const std::string line = "xgradlab: " + text + "\n";
-    if (write(saved_err_, line.data(), line.size()) < 0) {
-      // nothing to do: the log is best effort
-    }
-  }
+OutputPipes* g_pipes = nullptr;
 
- private:
-  int read_fd_[2] = {-1, -1};
-  int saved_err_ = -1;
-};
+// gradlab_set_display_sink's hook: one bundle from gradlab::display on the worker thread.
+extern "C" void display_sink(int n, const char* const* mimes, const char* const* payloads,
+                             const unsigned long* sizes) {
+  nl::json bundle = nl::json::object();
+  for (int k = 0; k < n; ++k) bundle[mimes[k]] = std::string(payloads[k], sizes[k]);
+  g_pipes->flush_streams();
+  g_pipes->queue(&bundle);
+}
 
 // ---- the value of a trailing expression: filled by JIT code, read by the kernel ------------------
 std::string g_result;
 bool g_has_result = false;
 extern "C" void xgradlab_set_result(const char* text, unsigned long size) {
   g_result.assign(text, size);
+  g_has_result = true;
+}
+
+// A trailing expression's MIME bundle (gradlab::mime_bundle), set by the printer.
+nl::json g_result_bundle;
+extern "C" void xgradlab_set_result_bundle(int n, const char* const* mimes, const char* const* payloads,
+                                           const unsigned long* sizes) {
+  g_result_bundle = nl::json::object();
+  for (int k = 0; k < n; ++k) g_result_bundle[mimes[k]] = std::string(payloads[k], sizes[k]);
   g_has_result = true;
 }
 
@@ -285,6 +272,26 @@ class Kernel : public xeus::xinterpreter {
  public:
   Kernel() { xeus::register_interpreter(this); }
 
+  /// `xgradlab --start-only`: starts the Interpreter as for Jupyter, runs one gradlab op and
+  /// prints "xgradlab: ready in S s (precompiled|parsed); ones(3).sum() = 3"; exit status 0 when
+  /// all went well. bench/bench_kernel_start times it (no Jupyter client needed).
+  int start_only() {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::string error;
+    worker_.run([&] { error = start_interpreter(); }, [] {});
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!error.empty()) {
+      pipes_.log("could not start clang's Interpreter: " + error + "\n" + pipes_.drain(0) + pipes_.drain(1));
+      return 1;
+    }
+    Outcome o;
+    worker_.run([&] { o = parse_and_execute("std::cout << gradlab::ones({3}).sum().item<double>();"); },
+                [] {});
+    const std::string out = pipes_.drain(0);
+    pipes_.log("ready in " + std::to_string(s) + " s (" + prelude_ + "); ones(3).sum() = " + out);
+    return o.kind == Outcome::Ok && out == "3" ? 0 : 1;
+  }
+
  private:
   // ---- startup --------------------------------------------------------------------------------
   void configure_impl() override {
@@ -297,22 +304,60 @@ class Kernel : public xeus::xinterpreter {
       std::_Exit(1);
     }
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    pipes_.log("ready: libgradlab loaded, gradlab.hpp parsed in " + std::to_string(s) + " s");
+    pipes_.log("ready in " + std::to_string(s) + " s: libgradlab loaded, the prelude (gradlab.hpp) " +
+               prelude_);
   }
 
   // Returns an error message, or "" when the interpreter is ready.
   std::string start_interpreter() {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
+    g_pipes = &pipes_;
     // Compiler flags: C++17 (the xcpp17 kernel of xeus-cling), gradlab's headers, and any extra
     // flags from XGRADLAB_CXXFLAGS (space-separated, e.g. "-O2 -DNDEBUG").
     args_ = {"-std=c++17", "-resource-dir", XGRADLAB_RESOURCE_DIR, "-I" XGRADLAB_INCLUDE_DIR};
+    bool extra_flags = false;
     if (const char* extra = std::getenv("XGRADLAB_CXXFLAGS")) {
       std::istringstream in(extra);
-      for (std::string a; in >> a;) args_.push_back(a);
+      for (std::string a; in >> a;) args_.push_back(a), extra_flags = true;
     }
+    // The precompiled prelude, unless XGRADLAB_PCH=0, other flags, or it was not built.
+    // XGRADLAB_PCH=<file> uses another PCH (the tests hand it a broken one).
+    const std::string pch_env = std::getenv("XGRADLAB_PCH") ? std::getenv("XGRADLAB_PCH") : "";
+    const std::string pch = pch_env.empty() || pch_env == "1" || pch_env == "0" ? XGRADLAB_PCH : pch_env;
+    std::string why_not;
+    if (pch_env == "0") why_not = "XGRADLAB_PCH=0";
+    else if (extra_flags) why_not = "XGRADLAB_CXXFLAGS differ from the PCH's flags";
+    else if (pch.empty()) why_not = "it was not built (no clang++-19 at configure time)";
+    else if (access(pch.c_str(), R_OK) != 0 || access(XGRADLAB_PCH_LIBRARY, R_OK) != 0)
+      why_not = pch + " or its library is missing (rebuild target xgradlab)";
+    if (why_not.empty()) {
+      std::vector<std::string> with_pch = args_;
+      with_pch.insert(with_pch.end(), {"-include-pch", pch});
+      const std::string error = create_interpreter(with_pch, true);
+      if (error.empty()) {
+        prelude_ = "precompiled";
+        return {};
+      }
+      why_not = error;
+      interp_.release();  // NOTE: leaked on purpose: a half-made Interpreter may crash in its destructor
+    }
+    pipes_.log("the precompiled prelude is not used (" + why_not + "); parsing the headers");
+    prelude_ = "parsed";
+    return create_interpreter(args_, false);
+  }
+
+  // Makes interp_ from `args`, loads the libraries and runs the prelude; "" when ready. A fault
+  // inside clang (an unusable PCH can cause one) is an error, not the kernel's end.
+  std::string create_interpreter(const std::vector<std::string>& args, bool precompiled) {
+    sigjmp_buf jump;
+    if (sigsetjmp(jump, 1) != 0) return std::string("clang faulted: ") + signal_name(t_fault_signal);
+    t_fault_jump = &jump;
+    struct Unguard {
+      ~Unguard() { t_fault_jump = nullptr; }
+    } unguard;
     std::vector<const char*> argv;
-    for (const std::string& a : args_) argv.push_back(a.c_str());
+    for (const std::string& a : args) argv.push_back(a.c_str());
     clang::IncrementalCompilerBuilder builder;
     builder.SetCompilerArgs(argv);
     auto ci = builder.CreateCpp();
@@ -320,8 +365,11 @@ class Kernel : public xeus::xinterpreter {
     auto interp = clang::Interpreter::create(std::move(*ci));
     if (!interp) return llvm::toString(interp.takeError());
     interp_ = std::move(*interp);
-    if (llvm::Error e = interp_->LoadDynamicLibrary(XGRADLAB_LIBRARY))
-      return "loading " XGRADLAB_LIBRARY ": " + llvm::toString(std::move(e));
+    std::vector<std::string> libs = {XGRADLAB_LIBRARY, XGRADLAB_DISPLAY_LIBRARY};
+    if (precompiled) libs.push_back(XGRADLAB_PCH_LIBRARY);
+    for (const std::string& lib : libs)
+      if (llvm::Error e = interp_->LoadDynamicLibrary(lib.c_str()))
+        return "loading " + lib + ": " + llvm::toString(std::move(e));
     if (void* lib = dlopen(XGRADLAB_LIBRARY, RTLD_LAZY | RTLD_NOLOAD)) {
       g_clear_interrupt = reinterpret_cast<void (*)()>(dlsym(lib, "gradlab_clear_interrupt"));
       g_request_interrupt = reinterpret_cast<void (*)()>(dlsym(lib, "gradlab_request_interrupt"));
@@ -329,23 +377,47 @@ class Kernel : public xeus::xinterpreter {
     if (g_request_interrupt.load() == nullptr || g_clear_interrupt == nullptr)
       return XGRADLAB_LIBRARY " has no gradlab_request_interrupt / gradlab_clear_interrupt "
              "(core/interrupt.hpp); hint: rebuild libgradlab from the same sources as the kernel";
+    using SetSink = void (*)(decltype(&display_sink));
+    void* dl = dlopen(XGRADLAB_DISPLAY_LIBRARY, RTLD_LAZY | RTLD_NOLOAD);
+    auto* set_sink = dl ? reinterpret_cast<SetSink>(dlsym(dl, "gradlab_set_display_sink")) : nullptr;
+    if (set_sink == nullptr) return XGRADLAB_DISPLAY_LIBRARY " has no gradlab_set_display_sink";
+    set_sink(&display_sink);
+    t_fault_jump = nullptr;
     std::ostringstream prelude;
-    prelude << "#include <gradlab/gradlab.hpp>\n#include <iostream>\n" << printer_code();
+    prelude << "#include \"" XGRADLAB_PRELUDE_HEADER "\"\n" << printer_code();
+    const bool probe = probe_;
+    probe_ = false;  // the prelude is the kernel's own code: no throw-away compile first
     Outcome o = parse_and_execute(prelude.str());
+    probe_ = probe;
     if (o.kind != Outcome::Ok) return o.ename + ": " + o.evalue;
     return {};
   }
 
   // The printer a trailing expression is wrapped in: xgradlab_detail::show([]() -> decltype(auto)
   // { return (expr); }). Globals need no capture: every top-level variable of a cell is global.
+  // A class value with a gradlab::mime_bundle form (found as gradlab's overloads or by ADL, for a
+  // user's own type) is shown with all its MIME types; anything else as text/plain.
   static std::string printer_code() {
     std::ostringstream c;
-    c << "#include <sstream>\n#include <string>\n#include <type_traits>\n#include <typeinfo>\n"
-         "namespace xgradlab_detail {\n"
+    c << "namespace xgradlab_detail {\n"
          "template <class T, class = void> struct streamable : std::false_type {};\n"
          "template <class T> struct streamable<T, std::void_t<decltype(std::declval<std::ostream&>()"
          " << std::declval<const T&>())>> : std::true_type {};\n"
+         "using gradlab::mime_bundle;\n"
+         "template <class T, class = void> struct has_bundle : std::false_type {};\n"
+         "template <class T> struct has_bundle<T, std::enable_if_t<std::is_class_v<T> && std::is_same_v<"
+         "decltype(mime_bundle(std::declval<const T&>())), gradlab::MimeBundle>>> : std::true_type {};\n"
          "template <class T> void show_value(const T& v) {\n"
+         "  if constexpr (has_bundle<std::decay_t<T>>::value) {\n"
+         "    const gradlab::MimeBundle b = mime_bundle(v);\n"
+         "    std::vector<const char*> m, p; std::vector<unsigned long> n;\n"
+         "    for (const auto& kv : b.data) { m.push_back(kv.first.c_str()); p.push_back(kv.second.data());"
+         " n.push_back(kv.second.size()); }\n"
+         "    reinterpret_cast<void (*)(int, const char* const*, const char* const*, const unsigned long*)>("
+      << reinterpret_cast<unsigned long long>(&xgradlab_set_result_bundle)
+      << "ull)(static_cast<int>(m.size()), m.data(), p.data(), n.data());\n"
+         "    return;\n"
+         "  }\n"
          "  std::ostringstream os;\n"
          "  os << std::boolalpha;\n"
          "  using D = std::decay_t<T>;\n"
@@ -570,14 +642,19 @@ class Kernel : public xeus::xinterpreter {
     if (rewrite_) source = rewrite_cell(source, ++cell_serial_);
     std::string stderr_text;  // kept to find the compiler's first error line
     auto publish = [&] {
-      const std::string out = pipes_.drain(0), err = pipes_.drain(1);
-      stderr_text += err;
-      if (silent) return;
-      if (!out.empty()) publish_stream("stdout", out);
-      if (!err.empty()) publish_stream("stderr", err);
+      for (OutputPipes::Event& e : pipes_.take_events()) {
+        if (e.stream == "stderr") stderr_text += e.text;
+        if (silent) continue;
+        if (!e.stream.empty()) {
+          publish_stream(e.stream, e.text);
+        } else {
+          display_data(std::move(e.bundle), nl::json::object(), nl::json::object());
+        }
+      }
     };
     Outcome o;
     g_has_result = false;
+    g_result_bundle = nullptr;
     g_interrupted = false;
     g_clear_interrupt();
     g_running_cell = true;
@@ -608,8 +685,8 @@ class Kernel : public xeus::xinterpreter {
       return error_reply(o, silent);
     }
     if (g_has_result && !silent) {
-      nl::json data;
-      data["text/plain"] = g_result;
+      nl::json data = g_result_bundle.is_object() ? g_result_bundle : nl::json::object();
+      if (!g_result_bundle.is_object()) data["text/plain"] = g_result;
       publish_execution_result(execution_counter, std::move(data), nl::json::object());
     }
     nl::json reply;
@@ -631,22 +708,101 @@ class Kernel : public xeus::xinterpreter {
   }
 
   // ---- the other requests -----------------------------------------------------------------------
-  nl::json complete_request_impl(const std::string& /*code*/, int cursor_pos) override {
-    // No completion (clang 19's Interpreter offers CodeCompletion only inside clang-repl's
-    // line editor): an empty, valid reply.
+  // Runs `job` in a fork()ed copy of the kernel on the worker thread (the only one that uses
+  // clang), returning what it wrote; "" when it crashed or ran past `timeout_s`.
+  std::string run_forked(const std::function<std::string()>& job, int timeout_s) {
+    std::string text;
+    worker_.run(
+        [&] {
+          pipes_.flush_streams();
+          int msg[2];
+          if (pipe(msg) != 0) return;
+          const pid_t pid = fork();
+          if (pid == 0) {
+            close(msg[0]);
+            for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL}) signal(sig, SIG_DFL);
+            const int null = open("/dev/null", O_WRONLY);
+            dup2(null, STDOUT_FILENO);  // clang's diagnostics of the probe are not the user's
+            dup2(null, STDERR_FILENO);
+            const std::string out = job();
+            for (std::size_t at = 0; at < out.size();) {
+              const ssize_t put = write(msg[1], out.data() + at, out.size() - at);
+              if (put <= 0) break;
+              at += static_cast<std::size_t>(put);
+            }
+            std::_Exit(0);
+          }
+          close(msg[1]);
+          if (pid < 0) {
+            close(msg[0]);
+            return;
+          }
+          fcntl(msg[0], F_SETFL, fcntl(msg[0], F_GETFL) | O_NONBLOCK);
+          const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+          int status = 0;
+          char buf[1 << 14];
+          for (;;) {
+            for (ssize_t got; (got = read(msg[0], buf, sizeof buf)) > 0;)
+              text.append(buf, static_cast<std::size_t>(got));
+            const pid_t done = waitpid(pid, &status, WNOHANG);
+            if (done == pid || (done < 0 && errno != EINTR)) break;
+            if (std::chrono::steady_clock::now() > deadline) {
+              kill(pid, SIGKILL);
+              while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+              }
+              text.clear();
+              break;
+            }
+            usleep(2000);
+          }
+          for (ssize_t got; (got = read(msg[0], buf, sizeof buf)) > 0;)
+            text.append(buf, static_cast<std::size_t>(got));
+          close(msg[0]);
+          if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) text.clear();
+        },
+        [] {});
+    return text;
+  }
+
+  nl::json complete_request_impl(const std::string& code, int cursor_pos) override {
+    // clang's code completion (introspect.hpp); one match per line from the forked copy, the
+    // first line being the prefix's length in bytes.
+    const std::size_t cursor = byte_offset(code, cursor_pos);
+    const std::string text = run_forked(
+        [&] {
+          const Completion c = complete(*interp_, code, cursor);
+          std::string out = std::to_string(c.prefix_bytes) + "\n";
+          for (const std::string& m : c.matches) out += m + "\n";
+          return out;
+        },
+        20);
     nl::json r;
     r["status"] = "ok";
     r["matches"] = nl::json::array();
-    r["cursor_start"] = cursor_pos;
+    std::size_t prefix = 0;
+    std::istringstream lines(text);
+    std::string line;
+    if (std::getline(lines, line)) prefix = std::min<std::size_t>(std::stoul("0" + line), cursor);
+    while (std::getline(lines, line))
+      if (!line.empty()) r["matches"].push_back(line);
+    r["cursor_start"] = code_points(code, cursor - prefix);
     r["cursor_end"] = cursor_pos;
     r["metadata"] = nl::json::object();
     return r;
   }
-  nl::json inspect_request_impl(const std::string&, int, int) override {
+  nl::json inspect_request_impl(const std::string& code, int cursor_pos, int /*detail_level*/) override {
+    const std::size_t cursor = byte_offset(code, cursor_pos);
+    const std::string text = run_forked(
+        [&] {
+          const Inspection i = inspect(*interp_, code, cursor);
+          return i.found ? i.text : std::string();
+        },
+        20);
     nl::json r;
     r["status"] = "ok";
-    r["found"] = false;
+    r["found"] = !text.empty();
     r["data"] = nl::json::object();
+    if (!text.empty()) r["data"]["text/plain"] = text;
     r["metadata"] = nl::json::object();
     return r;
   }
@@ -663,7 +819,7 @@ class Kernel : public xeus::xinterpreter {
     r["implementation_version"] = kVersion;
     r["banner"] = std::string("xgradlab ") + kVersion +
                   ": gradlab's C++17 kernel (xeus 2.4 + clang 19's incremental Interpreter); "
-                  "libgradlab is loaded and <gradlab/gradlab.hpp> included";
+                  "libgradlab is loaded and <gradlab/gradlab.hpp> included (" + prelude_ + ")";
     r["language_info"]["name"] = "c++";
     r["language_info"]["version"] = "17";
     r["language_info"]["mimetype"] = "text/x-c++src";
@@ -677,6 +833,7 @@ class Kernel : public xeus::xinterpreter {
   Worker worker_;
   std::vector<std::string> args_;
   std::unique_ptr<clang::Interpreter> interp_;
+  std::string prelude_;  // "precompiled" or "parsed"
   unsigned cell_serial_ = 0;
   // XGRADLAB_REWRITE=0 hands cells to clang as written (to reproduce clang 19's crashes; the
   // kernel test uses it to check that the probe survives one).
@@ -705,10 +862,18 @@ int main(int argc, char* argv[]) {
     std::cout << "xgradlab " << xgradlab::kVersion << "\n";
     return 0;
   }
+  if (argc == 2 && std::string(argv[1]) == "--start-only") {
+    xgradlab::install_fault_handlers();
+    xgradlab::Kernel k;
+    const int rc = k.start_only();
+    std::fflush(nullptr);
+    std::_Exit(rc);
+  }
   const std::string file = xeus::extract_filename(argc, argv);
   if (file.empty()) {
     std::cerr << "usage: xgradlab -f <connection file>   (Jupyter starts it; see "
-                 "tools/install_kernel.sh)\n";
+                 "tools/install_kernel.sh)\n"
+                 "       xgradlab --start-only           (start, run one op, exit: start-up time)\n";
     return 2;
   }
   std::signal(SIGINT, xgradlab::on_sigint);
