@@ -478,6 +478,7 @@ class Kernel : public xeus::xinterpreter {
           o.ename = "CompilationError";
           o.evalue = llvm::toString(std::move(e));
           if (llvm::Error u = interp_->Undo()) llvm::consumeError(std::move(u));
+          absorb_failed_initializer();
         }
       }
     } catch (const std::exception& e) {
@@ -493,6 +494,22 @@ class Kernel : public xeus::xinterpreter {
     t_fault_jump = nullptr;
     pipes_.flush_streams();
     return o;
+  }
+
+  // NOTE: after a JIT link error ORC keeps the failed module's initializer queued, and the next
+  // Execute tried to run it and failed too ("Failed to materialize symbols: { (main, {
+  // __orc_init_func.incr_module_N }) }"): the cell after an undefined function was lost as
+  // well. An empty input executed right away takes that failure instead.
+  void absorb_failed_initializer() {
+    llvm::Expected<clang::PartialTranslationUnit&> empty = interp_->Parse(";");
+    if (!empty) {
+      llvm::consumeError(empty.takeError());
+      return;
+    }
+    if (llvm::Error e = interp_->Execute(*empty)) {
+      llvm::consumeError(std::move(e));
+      if (llvm::Error u = interp_->Undo()) llvm::consumeError(std::move(u));
+    }
   }
 
   // NOTE: clang 19 trap: when a cell fails to parse, the Interpreter drops its declarations from

@@ -19,6 +19,11 @@ THE CHECK RULE (without --update)
     compared as that rule compares them (integers equal, decimals within one unit of the last
     stored digit plus a relative 5e-5). A cell with output
     but none stored fails too: stored outputs are part of the notebook. stderr is not compared.
+  * Rich outputs (display_data from gradlab::display, an execute_result bundle): each cell must
+    show the same MIME types, in the same order, as stored, and their text/plain must match as
+    above. Pictures are checked for being whole, not compared bit for bit (cairo's and
+    Graphviz's versions and fonts move pixels): an image/png must be base64 of a PNG (its
+    signature), an image/svg+xml must parse as an <svg> XML document.
   * Exit status 0 when every notebook passes; 1 otherwise, naming the notebook, the cell and
     the first differing line.
 
@@ -82,6 +87,38 @@ def cell_text(outputs):
     return join(out), join(result), error
 
 
+def rich_outputs(outputs):
+    """[(output_type, sorted MIME types, text/plain of a display_data)] of a cell's bundles
+    that carry more than text/plain, and the problems of their pictures."""
+    import base64
+    import xml.etree.ElementTree as ET
+    shown, problems = [], []
+    for o in outputs:
+        kind, data = o.get("output_type"), o.get("data", {})
+        if kind not in ("display_data", "execute_result") or set(data) <= {"text/plain"}:
+            continue
+        text = data.get("text/plain", "")
+        text = text if isinstance(text, str) else "".join(text)
+        shown.append((kind, sorted(data), text if kind == "display_data" else ""))
+        png = data.get("image/png")
+        if png is not None:
+            try:
+                ok = base64.b64decode("".join(png), validate=True)[:8] == b"\x89PNG\r\n\x1a\n"
+            except ValueError:
+                ok = False
+            if not ok:
+                problems.append("an image/png that is not base64 of a PNG")
+        svg = data.get("image/svg+xml")
+        if svg is not None:
+            try:
+                ok = ET.fromstring("".join(svg).encode()).tag.endswith("svg")
+            except ET.ParseError:
+                ok = False
+            if not ok:
+                problems.append("an image/svg+xml that is not an <svg> document")
+    return shown, problems
+
+
 def first_mismatch(stored, fresh):
     """None when the masked texts agree, else a message with the first differing line."""
     a = [mask(line) for line in stored.splitlines()]
@@ -129,6 +166,8 @@ def check(path, fresh_nb, stored, update):
             problems.append(f"{where}: tagged raises-exception but ran without an error")
         if expects_error and error and error.startswith("CompilationError"):
             problems.append(f"{where}: tagged raises-exception but did not compile: {error}")
+        shown, bad_pictures = rich_outputs(cell.outputs)
+        problems += [f"{where}: {p}" for p in bad_pictures]
         if update:
             continue
         old_out, old_result, _ = cell_text(old.get("outputs", []))
@@ -136,6 +175,16 @@ def check(path, fresh_nb, stored, update):
             diff = first_mismatch(a, b)
             if diff:
                 problems.append(f"{where}: {what} differs from the stored output, {diff}")
+        old_shown, _ = rich_outputs(old.get("outputs", []))
+        if [s[:2] for s in old_shown] != [s[:2] for s in shown]:
+            problems.append(f"{where}: rich outputs differ: stored {[s[:2] for s in old_shown]}, "
+                            f"got {[s[:2] for s in shown]}")
+        else:
+            for (_, mimes, a), (_, _, b) in zip(old_shown, shown):
+                diff = first_mismatch(a, b)
+                if diff:
+                    problems.append(f"{where}: the text/plain of a {'/'.join(mimes)} display "
+                                    f"differs, {diff}")
     return problems
 
 

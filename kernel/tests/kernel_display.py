@@ -14,6 +14,8 @@ Driven by Debian's jupyter_client, as Jupyter drives the kernel:
     non-ASCII text before the cursor);
   * inspect_request: a gradlab function's declaration and doc comment, a member through a
     variable, and found=false for an unknown name;
+  * the precompiled prelude's traps: an inline variable of a header bound to a const&, and the
+    cell after a JIT link error (both failed before their fixes);
   * fast start: the banner says the prelude was precompiled; with XGRADLAB_PCH=0, and with a
     broken PCH file, the kernel parses the headers instead and works. The start-up times are
     printed (bench/bench_kernel_start measures them; no time is asserted here).
@@ -168,6 +170,19 @@ def main():
     r, outs = execute("gradlab::display(gradlab::image_view(gradlab::zeros({2, 1, 4, 4})));")
     check(r["status"] == "error" and r["ename"] == "gradlab::ShapeError" and
           "[H, W], [1, H, W]" in r["evalue"], "a batch given to image_view is a clear ShapeError")
+
+    # ---- the precompiled prelude's traps (each failed before its fix) -------------------------------
+    r, outs = execute("const gradlab::ScalarType& half_ref = gradlab::kFloat16;\n"
+                      "std::cout << (half_ref == gradlab::kFloat16) << ' '"
+                      " << std::max(0, std::numeric_limits<int>::digits) << std::endl;")
+    check(r["status"] == "ok" and "".join(c["text"] for t, c in outs if t == "stream") == "1 31\n",
+          f"an inline variable of a header bound to a const& links (gradlab::kFloat16) ({r.get('evalue', '')[:90]})")
+    r, outs = execute("void declared_only();\ndeclared_only();")
+    check(r["status"] == "error" and "Symbols not found" in r["evalue"],
+          "a call of a function that is declared but never defined: a JIT link error reply")
+    r, outs = execute('std::cout << "next" << std::endl;')
+    check(r["status"] == "ok" and "".join(c["text"] for t, c in outs if t == "stream") == "next\n",
+          f"the cell after a JIT link error runs ({r.get('evalue', '')[:90]})")
 
     # ---- completion -----------------------------------------------------------------------------
     def complete(code, cursor=None):
