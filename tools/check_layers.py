@@ -11,7 +11,7 @@ rank only. Bottom up (the same table is in README.md and README.zh-CN.md, "Layer
     3  ops
     4  testing  nn  data  jit
     5  optim  io  distributed
-    6  amp  train  diagnose  onnx
+    6  amp  train  diagnose  onnx  distributed_optim
     7  display
     top gradlab.hpp, testing.hpp (umbrella headers: they may include anything, nothing includes
         them)
@@ -43,7 +43,7 @@ RANKS = [
     ["ops"],
     ["testing", "nn", "data", "jit"],
     ["optim", "io", "distributed"],
-    ["amp", "train", "diagnose", "onnx"],
+    ["amp", "train", "diagnose", "onnx", "distributed_optim"],
     ["display"],
 ]
 RANK = {folder: r for r, folders in enumerate(RANKS) for folder in folders}

@@ -12,7 +12,7 @@ if(GRADLAB_HAVE_MPI)
   set(_mpirun "${MPIEXEC_EXECUTABLE}" ${MPIEXEC_NUMPROC_FLAG} 2 --oversubscribe)
 
   # GoogleTest programs: every rank runs every test; the job fails when a rank fails.
-  foreach(_name collectives ddp sampler)
+  foreach(_name collectives ddp ddp_features sampler)
     gradlab_check_executable(mpi_${_name} distributed/${_name}_mpi.cpp distributed/mpi_main.cpp)
     target_link_libraries(mpi_${_name} PRIVATE GTest::gmock GTest::gtest MPI::MPI_CXX)
     add_test(NAME mpi.${_name} COMMAND ${_mpirun} $<TARGET_FILE:mpi_${_name}>
@@ -50,6 +50,17 @@ if(GRADLAB_HAVE_MPI)
     ENVIRONMENT "${_mpi_env}"
     PASS_REGULAR_EXPRESSION "gradlab.distributed: rank 0 of 2: all_reduce \\(SUM, float32 \\[4\\]\\) did not complete within 2 s: no answer from rank 1 within 0.5 s"
     FAIL_REGULAR_EXPRESSION "completed, which it must not")
+
+  # Uneven inputs: without a Join the rank with more batches waits in a bucket all-reduce the
+  # other never starts, until the timeout ends the job; inside a Join both finish.
+  add_test(NAME mpi.failure_uneven_inputs_without_join_time_out COMMAND ${_mpirun} $<TARGET_FILE:mpi_failure> uneven)
+  set_tests_properties(mpi.failure_uneven_inputs_without_join_time_out PROPERTIES LABELS mpi TIMEOUT 20
+    ENVIRONMENT "${_mpi_env}"
+    PASS_REGULAR_EXPRESSION "gradlab.distributed: rank 0 of 2: all_reduce \\(AVG, float32 \\[21\\]\\) did not complete within 2 s: no answer from rank 1"
+    FAIL_REGULAR_EXPRESSION "completed, which it must not")
+  add_test(NAME mpi.uneven_inputs_inside_a_join_finish COMMAND ${_mpirun} $<TARGET_FILE:mpi_failure> uneven_join)
+  set_tests_properties(mpi.uneven_inputs_inside_a_join_finish PROPERTIES LABELS mpi TIMEOUT 20
+    ENVIRONMENT "${_mpi_env}" PASS_REGULAR_EXPRESSION "rank 1: uneven batches inside a Join: done")
 
   # Two "hosts" on this machine (label netns): network namespaces joined by a veth pair, Open
   # MPI across them with a hostfile and a launch agent in place of ssh (netns_hosts.sh). Without

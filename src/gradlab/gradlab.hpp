@@ -38,6 +38,7 @@
 #include "gradlab/diagnose/diagnose.hpp"
 #include "gradlab/io/io.hpp"
 #include "gradlab/distributed/distributed.hpp"
+#include "gradlab/distributed_optim/zero.hpp"
 #include "gradlab/jit/trace.hpp"
 #include "gradlab/jit/compile.hpp"
 #include "gradlab/onnx/export.hpp"

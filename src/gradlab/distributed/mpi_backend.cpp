@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 
+#include "gradlab/core/half.hpp"
 #include "gradlab/core/tensor_impl.hpp"
 #include "gradlab/distributed/backend.hpp"
 
@@ -36,16 +37,53 @@ void finalize_at_exit() {
   if (init && !fin) MPI_Finalize();
 }
 
+// float16 and bfloat16 travel as 16-bit words (2 bytes an element on the wire, the point of
+// DDP's fp16 / bf16 compression hooks). MPI has no arithmetic on them, so their SUM and MAX are
+// user-defined ops: each element widened to float, combined, rounded back once (round to
+// nearest even), as a half kernel does. Commutative, so MPI may pair the ranks in any order;
+// with two ranks the result does not depend on it.
+template <class H, float (*ToFloat)(H), H (*FromFloat)(float), bool Max>
+void half_op(void* in, void* inout, int* len, MPI_Datatype*) {
+  const H* a = static_cast<const H*>(in);
+  H* b = static_cast<H*>(inout);
+  for (int i = 0; i < *len; ++i) {
+    const float x = ToFloat(a[i]), y = ToFloat(b[i]);
+    b[i] = FromFloat(Max ? (x > y || x != x ? x : y) : x + y);
+  }
+}
+struct HalfOps {
+  MPI_Op sum[2], max[2];  // [0] float16, [1] bfloat16
+  HalfOps() {
+    MPI_Op_create(&half_op<Half, &half_to_float, &half_from_float, false>, 1, &sum[0]);
+    MPI_Op_create(&half_op<Half, &half_to_float, &half_from_float, true>, 1, &max[0]);
+    MPI_Op_create(&half_op<BFloat16, &bf16_to_float, &bf16_from_float, false>, 1, &sum[1]);
+    MPI_Op_create(&half_op<BFloat16, &bf16_to_float, &bf16_from_float, true>, 1, &max[1]);
+  }
+};
+// Made on first use, after MPI_Init (never freed: MPI_Finalize releases them).
+const HalfOps& half_ops() {
+  static const HalfOps ops;
+  return ops;
+}
+
 MPI_Datatype mpi_type(ScalarType t) {
   switch (t) {
     case kFloat32: return MPI_FLOAT;
     case kFloat64: return MPI_DOUBLE;
     case kInt64: return MPI_INT64_T;
+    case kFloat16:
+    case kBFloat16: return MPI_UINT16_T;
     default: return MPI_DATATYPE_NULL;  // rejected by supports() before
   }
 }
 
-MPI_Op mpi_op(ReduceOp op) { return op == ReduceOp::MAX ? MPI_MAX : MPI_SUM; }
+MPI_Op mpi_op(ReduceOp op, ScalarType t) {
+  if (t == kFloat16 || t == kBFloat16) {
+    const int k = t == kFloat16 ? 0 : 1;
+    return op == ReduceOp::MAX ? half_ops().max[k] : half_ops().sum[k];
+  }
+  return op == ReduceOp::MAX ? MPI_MAX : MPI_SUM;
+}
 
 int count_of(const Tensor& t) {
   GRADLAB_CHECK(t.numel() <= INT32_MAX, DistributedError, "mpi backend",
@@ -96,8 +134,8 @@ class MpiBackend final : public Backend {
     auto w = work("all_reduce", t);
     void* p = t.impl()->data();
     const MPI_Datatype dt = mpi_type(t.dtype());
-    check_mpi(blocking ? MPI_Allreduce(MPI_IN_PLACE, p, count_of(t), dt, mpi_op(op), comm_)
-                       : MPI_Iallreduce(MPI_IN_PLACE, p, count_of(t), dt, mpi_op(op), comm_, &w->request),
+    check_mpi(blocking ? MPI_Allreduce(MPI_IN_PLACE, p, count_of(t), dt, mpi_op(op, t.dtype()), comm_)
+                       : MPI_Iallreduce(MPI_IN_PLACE, p, count_of(t), dt, mpi_op(op, t.dtype()), comm_, &w->request),
               "all_reduce");
     return w;
   }
@@ -128,8 +166,8 @@ class MpiBackend final : public Backend {
     void* outp = out.impl()->data();
     const MPI_Datatype dt = mpi_type(out.dtype());
     const int n = count_of(out);
-    check_mpi(blocking ? MPI_Reduce_scatter_block(ip, outp, n, dt, mpi_op(op), comm_)
-                       : MPI_Ireduce_scatter_block(ip, outp, n, dt, mpi_op(op), comm_, &w->request),
+    check_mpi(blocking ? MPI_Reduce_scatter_block(ip, outp, n, dt, mpi_op(op, out.dtype()), comm_)
+                       : MPI_Ireduce_scatter_block(ip, outp, n, dt, mpi_op(op, out.dtype()), comm_, &w->request),
               "reduce_scatter");
     return w;
   }

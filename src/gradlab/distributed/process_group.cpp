@@ -150,7 +150,7 @@ void check_tensor(detail::Backend& b, const char* op, const Tensor& t, const cha
   }
   if (!b.supports(t.dtype())) {
     throw DistributedError(error_message(op, std::string("dtype not supported by the ") + b.name() + " backend",
-                                         "float32, float64 or int64", to_string(t.dtype()),
+                                         "float32, float64, int64 (mpi: also float16, bfloat16)", to_string(t.dtype()),
                                          "convert with .to(kFloat32) before the collective"));
   }
   GRADLAB_CHECK(t.is_contiguous(), ValueError, op, std::string(role) + " must be contiguous",
