@@ -4,7 +4,12 @@
 //   * step: one SGD step of an MLP with DDP (2 ranks, per-rank batch B) vs one process alone at
 //     batch B (run on every rank at the same time, so both see the same loaded cores);
 //   * overlap: the DDP step with bucket all-reduces started from the backward hooks vs all of
-//     them started after the last gradient.
+//     them started after the last gradient;
+//   * hook/<none|fp16|bf16>: the DDP step with the gradient compression hooks (counter comm_MiB:
+//     what each rank hands to the all-reduces per step), and allreduce/gradlab_all_reduce_bf16:
+//     a bfloat16 buffer of the same element count (half the bytes).
+// Across two "hosts" (network namespaces and a veth pair; root), the all-reduce rows only:
+//   bash checks/distributed/netns_hosts.sh bench build/release/bench/bench_distributed
 //
 //   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_THREADS=1
 //     mpirun -np 2 --oversubscribe build/release/bench/bench_distributed
@@ -59,6 +64,13 @@ void BM_AllReduceGradlab(benchmark::State& state) {
   set_bandwidth(state, state.range(0));
 }
 
+void BM_AllReduceGradlabBF16(benchmark::State& state) {
+  const int64_t n = state.range(0) / 4;  // as many elements as the float32 rows
+  gl::Tensor t = gl::ones({n}).to(gl::kBFloat16);
+  for (auto _ : state) dist::all_reduce(t);
+  set_bandwidth(state, state.range(0) / 2);
+}
+
 // ---- training steps ---------------------------------------------------------------------------
 
 constexpr int64_t kBatch = 64;
@@ -97,6 +109,15 @@ void BM_StepDDP(benchmark::State& state) {
   state.counters["early"] = static_cast<double>(ddp.stats().launched_during_backward);
 }
 
+void BM_StepHook(benchmark::State& state) {
+  nn::Sequential m = make_mlp();
+  nn::parallel::DistributedDataParallel ddp(m, nn::parallel::DDPOptions().bucket_cap_mb(1));
+  if (state.range(0) == 1) ddp.register_comm_hook(nn::parallel::comm_hooks::fp16_compress_hook);
+  if (state.range(0) == 2) ddp.register_comm_hook(nn::parallel::comm_hooks::bf16_compress_hook);
+  run_steps(state, ddp, [&](const gl::Tensor& x) { return ddp(x); });
+  state.counters["comm_MiB"] = static_cast<double>(ddp.stats().comm_bytes) / (1 << 20);
+}
+
 // Ranks other than 0 run everything and report nothing.
 class Silent : public benchmark::BenchmarkReporter {
  public:
@@ -109,10 +130,14 @@ class Silent : public benchmark::BenchmarkReporter {
 BENCHMARK(BM_AllReduceRawMPI)->Name("allreduce/raw_MPI_Allreduce")->Arg(1 << 20)->Arg(16 << 20)->Iterations(60)->UseRealTime();
 BENCHMARK(BM_AllReduceRawMPIDupComm)->Name("allreduce/raw_MPI_Allreduce_dup_comm")->Arg(1 << 20)->Arg(16 << 20)->Iterations(60)->UseRealTime();
 BENCHMARK(BM_AllReduceGradlab)->Name("allreduce/gradlab_all_reduce")->Arg(1 << 20)->Arg(16 << 20)->Iterations(60)->UseRealTime();
+BENCHMARK(BM_AllReduceGradlabBF16)->Name("allreduce/gradlab_all_reduce_bf16")->Arg(1 << 20)->Arg(16 << 20)->Iterations(60)->UseRealTime();
 BENCHMARK(BM_StepSingleProcess)->Name("step/single_process_batch64")->Iterations(30)->UseRealTime();
 BENCHMARK(BM_StepDDP)->Name("step/ddp_2ranks_batch64_per_rank")->Arg(1)->Iterations(30)->UseRealTime();
 BENCHMARK(BM_StepDDP)->Name("overlap/on")->Arg(1)->Iterations(30)->UseRealTime();
 BENCHMARK(BM_StepDDP)->Name("overlap/off")->Arg(0)->Iterations(30)->UseRealTime();
+BENCHMARK(BM_StepHook)->Name("hook/none")->Arg(0)->Iterations(30)->UseRealTime();
+BENCHMARK(BM_StepHook)->Name("hook/fp16")->Arg(1)->Iterations(30)->UseRealTime();
+BENCHMARK(BM_StepHook)->Name("hook/bf16")->Arg(2)->Iterations(30)->UseRealTime();
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);

@@ -5,6 +5,8 @@
 #                                        within the timeout naming the collective and the peers;
 #                                        a restart from the last checkpoint ends with the weights
 #                                        of an uninterrupted run
+#   netns_hosts.sh bench BENCH_DISTRIBUTED  by hand: bench_distributed's all-reduce rows with one
+#                                        rank per host, across the veth link (README, Distributed)
 # Each host is a network namespace with its own host name (UTS namespace); a veth pair joins
 # them (10.213.0.1 = hosta, 10.213.0.2 = hostb; the traffic stays inside them). mpirun starts on
 # hosta with a hostfile and reaches hostb through netns_agent.sh instead of ssh; TCP is held to
@@ -24,7 +26,8 @@ fail() {
 
 case=${1:-}
 exe=${2:-}
-[ "$case" = two_hosts ] || [ "$case" = host_dies ] || { echo "usage: $0 two_hosts|host_dies NETNS_DDP" >&2; exit 2; }
+[ "$case" = two_hosts ] || [ "$case" = host_dies ] || [ "$case" = bench ] ||
+  { echo "usage: $0 two_hosts|host_dies NETNS_DDP, or $0 bench BENCH_DISTRIBUTED" >&2; exit 2; }
 [ -x "$exe" ] || { echo "$0: $exe is not an executable" >&2; exit 2; }
 exe=$(readlink -f "$exe")
 here=$(cd "$(dirname "$0")" && pwd)
@@ -77,6 +80,17 @@ mpirun_on_hosta() {
       --mca plm_rsh_agent "$here/netns_agent.sh" --bind-to none \
       "$@")
 }
+
+if [ "$case" = bench ]; then
+  # One rank per host (--map-by node), so every all-reduce crosses the veth pair; 600 s at most.
+  (cd "$work" && ip netns exec "$ns_a" unshare --uts sh -c 'hostname hosta && exec "$@"' sh \
+    timeout -s KILL 600 \
+    mpirun -np 2 --map-by node --hostfile hosts -x OPENBLAS_NUM_THREADS \
+      --mca btl_tcp_if_include 10.213.0.0/24 --mca oob_tcp_if_include 10.213.0.0/24 \
+      --mca plm_rsh_agent "$here/netns_agent.sh" --bind-to none \
+      "$exe" --benchmark_filter='allreduce/' "${@:3}")
+  exit $?
+fi
 
 if [ "$case" = two_hosts ]; then
   mpirun_on_hosta "$exe" train --expect-hosts 2 --out "$work/final.ckpt" 2>&1 | tee "$work/log"
