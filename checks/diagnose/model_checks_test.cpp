@@ -5,6 +5,7 @@
 #include "diagnose/fixtures.hpp"
 
 using namespace diagnose_fixtures;
+using ::testing::Not;
 
 namespace {
 
@@ -33,6 +34,20 @@ struct FunctionalSoftmaxImpl : nn::Module {
   gl::Tensor forward(const gl::Tensor& x) { return gl::softmax(fc(x), 1); }  // the planted line
 };
 GRADLAB_MODULE(FunctionalSoftmax);
+
+// Calls an nn::Softmax module from its forward: the op's own line is inside gradlab (layers.cpp),
+// the pairing check must name this file's call of the module instead.
+struct SoftmaxModuleImpl : nn::Module {
+  nn::Linear fc{nullptr};
+  nn::Softmax sm{nullptr};
+  SoftmaxModuleImpl() {
+    fc = register_module("fc", nn::Linear(64, 10));
+    sm = register_module("sm", nn::Softmax(1));
+  }
+  static constexpr int kLine = __LINE__ + 1;
+  gl::Tensor forward(const gl::Tensor& x) { return sm(fc(x)); }  // the user's call of the module
+};
+GRADLAB_MODULE(SoftmaxModule);
 
 }  // namespace
 
@@ -187,17 +202,33 @@ TEST(DiagnoseModel, LossPairingHealthyPairs) {
 TEST(DiagnoseModel, LossPairingSoftmaxBeforeCrossEntropy) {
   gl::manual_seed(1);
   nn::Sequential net(nn::Linear(64, 10), nn::Softmax(1));
+  const int given_line = __LINE__ + 1;
   const dg::Finding f = dg::check_loss_pairing(net, nn::CrossEntropyLoss(), xb(), yb());
   EXPECT_EQ(f.verdict, dg::Verdict::Fail);
-  EXPECT_THAT(f.evidence, HasSubstr("softmax (DivBackward0, called at "));
+  // No user line calls the Sequential's Softmax: the finding names the line that handed the model
+  // (and the loss) over, never a line of gradlab's own sources.
+  EXPECT_THAT(f.evidence, HasSubstr("softmax (DivBackward0, inside the model given at checks/diagnose/model_checks_test.cpp:" +
+                                    std::to_string(given_line) + " (in "));
+  EXPECT_THAT(f.evidence, HasSubstr("fed to cross_entropy (inside the loss given at checks/diagnose/model_checks_test.cpp:" +
+                                    std::to_string(given_line)));
   EXPECT_THAT(f.evidence, HasSubstr("the output of module '1' (Softmax)"));
+  EXPECT_THAT(f.evidence, Not(HasSubstr("src/gradlab/"))) << f;
+
+  // an nn::Softmax called from the user's forward: that call's line
+  SoftmaxModule sm;
+  const dg::Finding m = dg::check_loss_pairing(sm, nn::CrossEntropyLoss(), xb(), yb());
+  EXPECT_EQ(m.verdict, dg::Verdict::Fail);
+  EXPECT_THAT(m.evidence, HasSubstr("softmax (DivBackward0, inside a module called at checks/diagnose/model_checks_test.cpp:" +
+                                    std::to_string(SoftmaxModuleImpl::kLine) + " (in "));
+  EXPECT_THAT(m.evidence, HasSubstr("the output of module 'sm' (Softmax)"));
+  EXPECT_THAT(m.evidence, Not(HasSubstr("src/gradlab/"))) << m;
 
   // functional softmax in the user's forward: the finding names the user's line
   FunctionalSoftmax fs;
   const dg::Finding g = dg::check_loss_pairing(fs, dg::Loss::cross_entropy(), xb(), yb());
   EXPECT_EQ(g.verdict, dg::Verdict::Fail);
-  EXPECT_THAT(g.evidence,
-              HasSubstr("model_checks_test.cpp:" + std::to_string(FunctionalSoftmaxImpl::kLine) + " (in "));
+  EXPECT_THAT(g.evidence, HasSubstr("softmax (DivBackward0, called at checks/diagnose/model_checks_test.cpp:" +
+                                    std::to_string(FunctionalSoftmaxImpl::kLine) + " (in "));
   EXPECT_THAT(g.evidence, HasSubstr("the output of the model (FunctionalSoftmax)"));
 }
 

@@ -6,6 +6,7 @@
 #include "diagnose/fixtures.hpp"
 
 using namespace diagnose_fixtures;
+using ::testing::Not;
 
 namespace {
 
@@ -33,6 +34,16 @@ struct SqrtOfReluImpl : nn::Module {
   gl::Tensor forward(const gl::Tensor& x) { return gl::sqrt(gl::relu(fc(x))); }
 };
 GRADLAB_MODULE(SqrtOfRelu);
+
+// Calls an nn::Linear whose output overflows from its forward: the op is inside gradlab's Linear,
+// the user's line is this call of it.
+struct OverflowingLayerImpl : nn::Module {
+  nn::Linear fc{nullptr};
+  OverflowingLayerImpl() { fc = register_module("fc", nn::Linear(64, 10)); }
+  static constexpr int kLine = __LINE__ + 1;
+  gl::Tensor forward(const gl::Tensor& x) { return fc(x); }
+};
+GRADLAB_MODULE(OverflowingLayer);
 
 }  // namespace
 
@@ -211,4 +222,33 @@ TEST(DiagnoseTraining, NonFiniteWatchFindsWhereTheNaNWasBorn) {
   EXPECT_EQ(bw.verdict, dg::Verdict::Fail) << bw;
   EXPECT_EQ(bw.metric("phase"), 2);
   EXPECT_THAT(bw.evidence, HasSubstr("anomaly detected in backward: SqrtBackward0"));
+}
+
+// An op inside a library module (nn::Linear overflowing to inf) is named with the user's line:
+// the call of the module in the user's forward, or the line that handed a Sequential over.
+TEST(DiagnoseTraining, NonFiniteWatchNamesTheUsersLineForAnOpInsideAModule) {
+  auto overflow = [](nn::LinearImpl& fc) {
+    gl::NoGradGuard no_grad;
+    fc.weight.fill_(3e38);  // finite, but x @ W^T overflows to inf
+  };
+  nn::Sequential net(nn::Linear(64, 10));
+  overflow(*net[0]->as<nn::Linear>());
+  gl::optim::SGD opt(net->parameters(), gl::optim::SGDOptions(0.1));
+  const int given_line = __LINE__ + 1;
+  const dg::Finding f = dg::watch_nonfinite(net, nn::CrossEntropyLoss(), opt, digits().train.data(),
+                                            digits().train.targets());
+  ASSERT_EQ(f.verdict, dg::Verdict::Fail) << f;
+  EXPECT_EQ(f.metric("phase"), 1);
+  EXPECT_THAT(f.evidence, HasSubstr("that op is inside the model given at checks/diagnose/training_checks_test.cpp:" +
+                                    std::to_string(given_line) + " (in "));
+
+  OverflowingLayer user;
+  overflow(*user->fc);
+  gl::optim::SGD o2(user->parameters(), gl::optim::SGDOptions(0.1));
+  const dg::Finding g = dg::watch_nonfinite(user, nn::CrossEntropyLoss(), o2, digits().train.data(),
+                                            digits().train.targets());
+  ASSERT_EQ(g.verdict, dg::Verdict::Fail) << g;
+  EXPECT_THAT(g.evidence, HasSubstr("inside a module called at checks/diagnose/training_checks_test.cpp:" +
+                                    std::to_string(OverflowingLayerImpl::kLine) + " (in "));
+  EXPECT_THAT(g.evidence, Not(HasSubstr("that op is inside the model given at")));
 }

@@ -42,6 +42,11 @@ std::string inside_module(const Site& op_site, const Site& module_site);
 class AnomalyError : public AutogradError {
  public:
   using AutogradError::AutogradError;
+  AnomalyError(const std::string& message, const Site& op, const Site& module)
+      : AutogradError(message), op_site(op), module_site(module) {}
+  /// Where the op was called (a line in gradlab's sources for an op inside a library module) and
+  /// the innermost user call of a module around it (Site::unknown() when none).
+  Site op_site = Site::unknown(), module_site = Site::unknown();
 };
 
 }  // namespace gradlab::autograd

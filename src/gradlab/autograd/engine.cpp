@@ -195,7 +195,7 @@ void check_backward_anomaly(const Node& n, const GradList& in, const GradList& o
                     ". Incoming gradients:";
     for (size_t k = 0; k < in.size(); ++k)
       if (in[k].defined()) m += "\n  grad of output " + std::to_string(k) + ": " + tensor_stats(in[k]).str(in[k]);
-    throw AnomalyError(m);
+    throw AnomalyError(m, n.site, n.module_site);
   }
 }
 

@@ -214,7 +214,7 @@ void check_forward_anomaly(const char* op, const Site& site, const std::vector<c
       m += "\n  input " + std::to_string(k) + ": " + in_stats[k].str(*t);
       ++k;
     }
-    throw AnomalyError(m);
+    throw AnomalyError(m, site, ModuleCallScope::current());
   }
 }
 

@@ -21,9 +21,13 @@ namespace {
 thread_local Site t_module_call{SiteLocation{}};  // line 0: none
 }  // namespace
 
+bool Site::in_library() const noexcept {
+  const std::string_view file = loc.file_name();
+  return file.find("src/gradlab/") != std::string_view::npos || file.find("include/gradlab/") != std::string_view::npos;
+}
+
 ModuleCallScope::ModuleCallScope(const Site& site) noexcept {
-  const std::string_view file = site.loc.file_name();
-  if (!site.known() || file.find("src/gradlab/") != std::string_view::npos) return;
+  if (!site.known() || site.in_library()) return;
   previous_ = t_module_call;
   t_module_call = site;
   set_ = true;

@@ -83,6 +83,9 @@ struct Site {
   /// A site that names no place (line 0).
   static Site unknown() noexcept;
   bool known() const noexcept { return loc.line() != 0; }
+  /// A place inside gradlab itself: its sources (".../src/gradlab/...") or its installed headers
+  /// (".../include/gradlab/..."), not the user's code.
+  bool in_library() const noexcept;
   /// "file.cpp:12 (in main)", or "<unknown site>".
   std::string str() const;
 };

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "gradlab/autograd/node.hpp"
+#include "gradlab/core/error.hpp"
 #include "gradlab/core/tensor.hpp"
 #include "gradlab/diagnose/finding.hpp"
 
@@ -44,6 +46,26 @@ inline std::string index_str(int64_t flat, const Shape& shape) {
   std::string s = "[";
   for (size_t d = 0; d < idx.size(); ++d) s += (d ? ", " : "") + std::to_string(idx[d]);
   return s + "]";
+}
+
+/// The user's line for an op (its graph node `n`, or its op and module sites), never a line of gradlab's own sources:
+///   "called at net.cpp:14 (in forward)"                  the op is in the user's code;
+///   "inside a module called at net.cpp:9 (in forward)"   the op is inside a library module
+///                                                        (nn::Softmax) the user's code calls;
+///   "inside the model given at main.cpp:40 (in main)"    no user line calls it (a Sequential
+///                                                        run by doctor): `given` (Model::site);
+///   "inside gradlab (no user line recorded)"             none of these is known.
+/// `given_what` names what `given` handed over ("the model", "the loss").
+inline std::string user_site(const Site& op, const Site& module, const Site& given,
+                             const std::string& given_what = "the model") {
+  if (op.known() && !op.in_library()) return "called at " + op.str();
+  if (module.known()) return "inside a module called at " + module.str();
+  if (given.known() && !given.in_library()) return "inside " + given_what + " given at " + given.str();
+  return "inside gradlab (no user line recorded)";
+}
+inline std::string user_site(const autograd::Node* n, const Site& given, const std::string& given_what = "the model") {
+  return n ? user_site(n->site, n->module_site, given, given_what)
+           : user_site(Site::unknown(), Site::unknown(), given, given_what);
 }
 
 inline Finding make(Stage stage, std::string check, Verdict verdict, std::string evidence, std::string hint = {}) {

@@ -14,6 +14,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "gradlab/core/error.hpp"
 #include "gradlab/core/tensor.hpp"
 #include "gradlab/nn/loss.hpp"
 #include "gradlab/nn/module.hpp"
@@ -25,13 +26,17 @@ namespace gradlab::diagnose {
 struct Model {
   std::shared_ptr<nn::Module> module;
   std::function<Tensor(const Tensor&)> forward;
+  /// The user's line that handed the model over (`diagnose::doctor(net, ...)` converts net here,
+  /// so it is that call's line). Findings about an op inside a library module that no user line
+  /// calls (a Softmax inside a Sequential) name it instead of a line of gradlab's sources.
+  Site site = Site::unknown();
 
-  Model(std::shared_ptr<nn::Module> m, std::function<Tensor(const Tensor&)> f)
-      : module(std::move(m)), forward(std::move(f)) {}
+  Model(std::shared_ptr<nn::Module> m, std::function<Tensor(const Tensor&)> f, Site where = {})
+      : module(std::move(m)), forward(std::move(f)), site(where) {}
   /// From a holder: Model(net) calls net->forward(x) (through the holder, so forward hooks run).
   template <class H, std::enable_if_t<nn::detail::is_callable_holder_v<H>, int> = 0>
-  Model(H holder)  // NOLINT: diagnose::doctor(net, ...)
-      : module(holder.ptr()), forward([holder](const Tensor& x) { return Tensor(holder(x)); }) {}
+  Model(H holder, Site where = {})  // NOLINT: diagnose::doctor(net, ...)
+      : module(holder.ptr()), forward([holder](const Tensor& x) { return Tensor(holder(x)); }), site(where) {}
 
   Tensor operator()(const Tensor& x) const { return forward(x); }
 };
@@ -49,17 +54,19 @@ struct Loss {
   std::function<Tensor(const Tensor& output, const Tensor& target)> fn;
   /// Name for messages: "CrossEntropyLoss", ...
   std::string name;
+  /// The user's line that made this Loss (as Model::site): named for the loss's own op.
+  Site site = Site::unknown();
 
-  Loss(Kind k, std::function<Tensor(const Tensor&, const Tensor&)> f, std::string n = {});
-  Loss(nn::CrossEntropyLoss m);   // NOLINT
-  Loss(nn::NLLLoss m);            // NOLINT
-  Loss(nn::BCEWithLogitsLoss m);  // NOLINT
-  Loss(nn::MSELoss m);            // NOLINT
+  Loss(Kind k, std::function<Tensor(const Tensor&, const Tensor&)> f, std::string n = {}, Site where = {});
+  Loss(nn::CrossEntropyLoss m, Site where = {});   // NOLINT
+  Loss(nn::NLLLoss m, Site where = {});            // NOLINT
+  Loss(nn::BCEWithLogitsLoss m, Site where = {});  // NOLINT
+  Loss(nn::MSELoss m, Site where = {});            // NOLINT
   /// nn::functional::cross_entropy with default options (and likewise below).
-  static Loss cross_entropy();
-  static Loss nll();
-  static Loss bce_with_logits();
-  static Loss mse();
+  static Loss cross_entropy(Site where = {});
+  static Loss nll(Site where = {});
+  static Loss bce_with_logits(Site where = {});
+  static Loss mse(Site where = {});
 
   Tensor operator()(const Tensor& output, const Tensor& target) const { return fn(output, target); }
   /// Classification losses that take class indices (CrossEntropy, NLL).

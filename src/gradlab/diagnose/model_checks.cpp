@@ -433,11 +433,14 @@ Finding check_loss_pairing(const Model& model, const Loss& loss, const Tensor& i
     l = loss(out, targets);
   }
   Finding f = make(kModel, "loss_pairing", Verdict::Ok, "");
+  // "softmax (DivBackward0, called at net.cpp:14 (in forward)), the output of module '3' (Softmax)":
+  // the user's line (detail::user_site), never one inside gradlab's own Softmax.
   auto where = [&](const Node* n, const std::string& op) {
-    std::string s = op + " (" + n->name() + ", called at " + n->site.str() + ")";
+    std::string s = op + " (" + n->name() + ", " + detail::user_site(n, model.site) + ")";
     if (auto it = module_of.find(n); it != module_of.end()) s += ", the output of " + it->second;
     return s;
   };
+  auto loss_site = [&](const Node* n) { return detail::user_site(n, loss.site, "the loss"); };
   std::vector<std::string> fails, warns, hints;
   // 1. Every fused cross-entropy node in the loss graph (also inside a custom loss).
   int64_t ce_nodes = 0;
@@ -446,12 +449,12 @@ Finding check_loss_pairing(const Model& model, const Loss& loss, const Tensor& i
     ++ce_nodes;
     const Node* in = input_node(n, 0);
     if (is_softmax(in)) {
-      fails.push_back(where(in, "softmax") + " is fed to cross_entropy (" + n->site.str() +
+      fails.push_back(where(in, "softmax") + " is fed to cross_entropy (" + loss_site(n) +
                       "), which applies log_softmax itself: the loss is computed on probabilities and its gradients "
                       "nearly vanish");
       hints.push_back("return the logits (remove the softmax); apply softmax only to read probabilities");
     } else if (is_log_softmax(in)) {
-      warns.push_back(where(in, "log_softmax") + " is fed to cross_entropy (" + n->site.str() +
+      warns.push_back(where(in, "log_softmax") + " is fed to cross_entropy (" + loss_site(n) +
                       "): redundant (log_softmax of log_softmax is the same), but the outputs are not logits");
       hints.push_back("remove the log_softmax, or keep it and use NLLLoss");
     }
@@ -477,7 +480,8 @@ Finding check_loss_pairing(const Model& model, const Loss& loss, const Tensor& i
   f.metrics["warns"] = static_cast<double>(warns.size());
   if (fails.empty() && warns.empty()) {
     f.evidence = loss.name + " receives " +
-                 (producer ? "the output of " + producer->name() + " (" + producer->site.str() + ")" : std::string("an output without graph")) +
+                 (producer ? "the output of " + producer->name() + " (" + detail::user_site(producer, model.site) + ")"
+                           : std::string("an output without graph")) +
                  ": no activation that the loss applies itself";
     return f;
   }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <string_view>
 #include <unordered_set>
 
 #include "gradlab/autograd/anomaly.hpp"
@@ -375,7 +376,20 @@ Finding watch_nonfinite(const Model& model, const Loss& loss, optim::Optimizer& 
   };
   const std::string lr_hint = "most NaNs trace back to the LR: lower it 10x, clip the gradient norm "
                               "(nn::utils::clip_grad_norm_) or use AdamW; then check the init and the input scale";
-  autograd::DetectAnomalyGuard anomaly;
+  // Anomaly mode names the op's own line; for an op inside a library module that no user line
+  // calls (a layer of a Sequential) that is a line of gradlab's sources, so add the user's.
+  // `given`/`given_what`: the model's or the loss's line (Model::site, Loss::site), by where it was born.
+  auto anomaly = [&](const autograd::AnomalyError& e, const Site& given, const std::string& given_what) {
+    std::string what = e.what();
+    if (e.op_site.in_library() && !e.module_site.known())
+      what += "\n  that op is " + detail::user_site(e.op_site, e.module_site, given, given_what);
+    return what;
+  };
+  // A backward node may be the model's or the loss's.
+  const bool same_line = model.site.loc.line() == loss.site.loc.line() &&
+                         std::string_view(model.site.loc.file_name()) == loss.site.loc.file_name();
+  const std::string backward_what = same_line ? "the model or the loss" : "the model";
+  autograd::DetectAnomalyGuard anomaly_mode;
   for (int64_t k = 0; k < options.steps; ++k) {
     const Tensor x = detail::rows(inputs, perm, k * bs, bs), y = detail::rows(targets, perm, k * bs, bs);
     for (const auto& [t, name] : {std::pair<const Tensor&, const char*>{x, "inputs"}, {y, "targets"}}) {
@@ -386,18 +400,23 @@ Finding watch_nonfinite(const Model& model, const Loss& loss, optim::Optimizer& 
                     "check_finite on the data names the first bad row: drop or repair it");
     }
     optimizer.zero_grad();
-    Tensor l;
+    Tensor out, l;
     try {
-      l = loss(model(x), y);
+      out = model(x);
     } catch (const autograd::AnomalyError& e) {
-      return stop(k, 1, e.what(), lr_hint);
+      return stop(k, 1, anomaly(e, model.site, "the model"), lr_hint);
+    }
+    try {
+      l = loss(out, y);
+    } catch (const autograd::AnomalyError& e) {
+      return stop(k, 1, anomaly(e, loss.site, "the loss"), lr_hint);
     }
     if (!std::isfinite(l.item<double>()))
       return stop(k, 1, "the loss is " + num(l.item<double>()) + " (no single op turned finite values into it)", lr_hint);
     try {
       if (l.requires_grad()) l.backward();
     } catch (const autograd::AnomalyError& e) {
-      return stop(k, 2, e.what(), lr_hint);
+      return stop(k, 2, anomaly(e, model.site, backward_what), lr_hint);
     }
     optimizer.step();
     for (const auto& [name, p] : model.module->named_parameters()) {
