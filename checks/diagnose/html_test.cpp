@@ -214,6 +214,7 @@ TEST(ReportHtml, WritesTheFileAndReplacesItAtomically) {
   size_t files = 0;
   for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++files;
   EXPECT_EQ(files, 2u) << "no temporary file left behind";
+  fs::remove_all(dir);
 }
 
 TEST(ReportHtml, AFailedWriteNamesThePathAndKeepsTheOldFile) {
@@ -251,4 +252,5 @@ TEST(ReportHtml, AFailedWriteNamesThePathAndKeepsTheOldFile) {
   size_t files = 0;
   for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++files;
   EXPECT_EQ(files, 1u) << "the failed temporary is removed";
+  fs::remove_all(dir);
 }
