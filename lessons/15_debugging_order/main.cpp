@@ -6,9 +6,12 @@
 // forward, and the LR is too large. The test split is prepared correctly (as the evaluation
 // pipeline does it), so the trained model scores badly there. Tuning the LR alone never fixes
 // it. diagnose::doctor finds the bugs in the order data -> model -> training; each fix is applied
-// and doctor is run again, until it reports no failure and the run learns.
+// and doctor is run again, until it reports no failure and the run learns. The first and the last
+// report are also written as web pages (report.html(path)), with the charts doctor drew.
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <gradlab/gradlab.hpp>
 #include <iomanip>
 #include <iostream>
@@ -134,6 +137,21 @@ void print_failures(const dg::Report& r) {
   }
 }
 
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
+  return n;
+}
+
+bool has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+
 }  // namespace
 
 int main() {
@@ -162,6 +180,7 @@ int main() {
     // -------------------------------------------------------------------------------------------
     L.section("3. doctor: data first");
     dg::Report r = run_doctor(bugs);
+    const dg::Report as_found = r;  // written as a web page in section 6
     print_failures(r);
     std::cout << "doctor stopped at: " << stage_of(r) << "\n";
     L.check(stage_of(r) == "data", "doctor stops at the data stage; the model and training stages are not run");
@@ -224,5 +243,33 @@ int main() {
     std::cout << "report.json(): " << json.size() << " characters, " << checks << " findings\n";
     L.check(checks == r.findings().size() && json.find("\"stopped_at\": null") != std::string::npos,
             "report.json() holds the same findings for tools (one \"check\" each, \"stopped_at\": null)");
+
+    // -------------------------------------------------------------------------------------------
+    L.section("6. The report as a web page");
+    L.say("report.html(path) writes one self-contained page (open it in any browser): the stages in order, each");
+    L.say("finding with its evidence and hint, and the charts behind them. The first report and the last:");
+    const std::filesystem::path out = lesson::output_dir() / "lesson15";
+    std::filesystem::create_directories(out);
+    const std::filesystem::path first_page = out / "doctor_as_found.html", last_page = out / "doctor_fixed.html";
+    as_found.html(first_page.string());
+    r.html(last_page.string());
+    std::cout << "written: " << first_page.string() << ", " << last_page.string() << "\n";
+    const std::string p0 = read_file(first_page), p1 = read_file(last_page);
+    std::cout << "doctor_as_found.html: " << p0.size() << " bytes, " << count(p0, "<article class=\"finding\"")
+              << " findings, " << count(p0, "<figure class=\"chart\"") << " charts\n";
+    std::cout << "doctor_fixed.html: " << p1.size() << " bytes, " << count(p1, "<article class=\"finding\"") << " findings, "
+              << count(p1, "<figure class=\"chart\"") << " charts (LR range test over " << r.charts.lr_range.lrs.size()
+              << " LRs, " << r.charts.activations.size() << " layer histograms, gradient norms of "
+              << r.charts.grad_norms.size() << " parameters)\n";
+    L.check(p0 == as_found.html_string() && p1 == r.html_string() && p1.ends_with("</html>\n"),
+            "both files hold the whole page (html() writes a temporary file, then renames it over the path)");
+    L.check(has(p0, "data-check=\"label_range\" data-verdict=\"fail\"") &&
+                has(p0, "data-check=\"input_stats\" data-verdict=\"fail\"") &&
+                has(p0, "id=\"stage-model\" data-stage=\"model\" data-verdict=\"not_run\"") &&
+                has(p0, "not run (stopped at the data stage)"),
+            "the first page names the failing checks (data/label_range, data/input_stats), model and training not run");
+    L.check(count(p1, "<article class=\"finding\"") == r.findings().size() && has(p1, "data-chart=\"lr_range\"") &&
+                has(p1, "data-chart=\"activations\"") && has(p1, "data-chart=\"grad_norms\""),
+            "the last page holds every finding and the three charts: LR range test, activations, gradient norms");
   });
 }

@@ -5,6 +5,7 @@
 //   diagnose::Report r = diagnose::doctor(net, nn::CrossEntropyLoss(), opt, {x_train, y_train});
 //   std::cout << r;   // or r.json()
 
+#include "gradlab/diagnose/charts.hpp"
 #include "gradlab/diagnose/data_checks.hpp"
 #include "gradlab/diagnose/doctor.hpp"
 #include "gradlab/diagnose/finding.hpp"

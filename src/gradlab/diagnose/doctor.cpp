@@ -112,7 +112,13 @@ Report doctor(const Model& model, const Loss& loss, optim::Optimizer& optimizer,
   } else {
     mo.expected_output = yb.sizes();
   }
-  report.add(guarded(Stage::Model, "model", [&] { return check_model(model, loss, xb, yb, &optimizer, mo); }));
+  report.add(guarded(Stage::Model, "model", [&] {
+    std::vector<LayerStats> layers;
+    std::vector<Finding> fs = check_model(model, loss, xb, yb, &optimizer, mo, &layers);
+    for (LayerStats& l : layers)
+      report.charts.activations.push_back({std::move(l.name), std::move(l.type), l.shape, std::move(l.histogram)});
+    return fs;
+  }));
   if (finish_stage(Stage::Model)) return report;
 
   // 3. training
@@ -124,14 +130,18 @@ Report doctor(const Model& model, const Loss& loss, optim::Optimizer& optimizer,
     lo.batch_size = bs;
     lo.seed = options.seed;
     report.add(guarded(Stage::Training, "lr_range", [&] {
-      return std::vector<Finding>{lr_range_test(model, loss, optimizer, data.inputs, data.targets, lo).finding};
+      LRRangeResult r = lr_range_test(model, loss, optimizer, data.inputs, data.targets, lo);
+      report.charts.lr_range = {r.lrs, r.losses, r.best_lr, r.diverged_lr, r.finding.metric("lr")};
+      return std::vector<Finding>{std::move(r.finding)};
     }));
   }
   GradientStatsOptions go = options.gradients;
   go.batch_size = bs;
   go.seed = options.seed;
   report.add(guarded(Stage::Training, "gradient_stats", [&] {
-    return std::vector<Finding>{gradient_stats(model, loss, optimizer, data.inputs, data.targets, go).finding};
+    GradientStatsResult r = gradient_stats(model, loss, optimizer, data.inputs, data.targets, go);
+    for (const ParameterStepStats& p : r.parameters) report.charts.grad_norms.push_back({p.name, p.grad_norm});
+    return std::vector<Finding>{std::move(r.finding)};
   }));
   NonFiniteOptions no = options.nonfinite;
   no.batch_size = bs;

@@ -9,6 +9,7 @@
 //                                  {.inputs = train.data(), .targets = train.targets()},
 //                                  {.num_classes = 10});
 //   std::cout << report;                 // text; report.json() for tools
+//   report.html("doctor.html");          // one page: the findings and their charts
 //   if (report.has_failure()) return 1;
 
 #include <cstdint>
@@ -63,7 +64,9 @@ struct DoctorOptions {
 /// Runs the stages data -> model -> training, stopping after the first that fails. The model
 /// and optimizer are left as they were (every training check restores them). A gradlab::Error
 /// thrown by the user's model, loss or optimizer inside a check becomes a failed finding of that
-/// stage ("the check could not run: ..."); bad arguments to doctor itself throw.
+/// stage ("the check could not run: ..."); bad arguments to doctor itself throw. report.charts
+/// keeps the curves of the checks that ran (activation histograms, the LR sweep, gradient norms)
+/// for report.html().
 Report doctor(const Model& model, const Loss& loss, optim::Optimizer& optimizer, const DoctorData& data,
               const DoctorOptions& options = {});
 

@@ -128,16 +128,52 @@ std::string Report::text() const {
        << " failed, " << warns << " warned)\n";
     for (const Finding& f : fs) os << "  " << f.str() << "\n";
   }
-  const size_t nfail = failures().size();
-  if (stopped_at) {
-    os << "doctor: stopped at the " << to_string(*stopped_at) << " stage (" << nfail << (nfail == 1 ? " failure" : " failures")
-       << "): fix it first, then run again\n";
-  } else if (has_failure()) {
-    os << "doctor: " << nfail << (nfail == 1 ? " failure" : " failures") << "\n";
-  } else {
-    os << "doctor: no failure" << (verdict() == Verdict::Warn ? " (see the warnings)" : "") << "\n";
-  }
+  os << verdict_line() << "\n";
   return os.str();
+}
+
+std::string Report::verdict_line() const {
+  const size_t nfail = failures().size();
+  const std::string failures_str = std::to_string(nfail) + (nfail == 1 ? " failure" : " failures");
+  if (stopped_at) return "doctor: stopped at the " + to_string(*stopped_at) + " stage (" + failures_str + "): fix it first, then run again";
+  if (has_failure()) return "doctor: " + failures_str;
+  return std::string("doctor: no failure") + (verdict() == Verdict::Warn ? " (see the warnings)" : "");
+}
+
+int64_t Histogram::total() const {
+  int64_t n = 0;
+  for (int64_t c : counts) n += c;
+  return n;
+}
+
+Histogram make_histogram(const std::vector<double>& values, int bins) {
+  GRADLAB_CHECK(bins >= 1, ValueError, "diagnose::make_histogram", "needs at least one bin", "bins >= 1", std::to_string(bins));
+  Histogram h;
+  h.counts.assign(static_cast<size_t>(bins), 0);
+  bool any = false;
+  double lo = 0, hi = 0;
+  for (double v : values) {
+    if (!std::isfinite(v)) continue;
+    lo = any ? std::min(lo, v) : v;
+    hi = any ? std::max(hi, v) : v;
+    any = true;
+  }
+  if (any && lo == hi) {
+    lo -= 0.5;
+    hi += 0.5;
+  }
+  h.lo = lo;
+  h.hi = hi;
+  // bin of v: floor((v - lo) / (hi - lo) * bins), with v = hi in the last bin
+  for (double v : values) {
+    if (!std::isfinite(v)) {
+      ++h.nonfinite;
+      continue;
+    }
+    const double at = (v - lo) / (hi - lo) * bins;
+    h.counts[static_cast<size_t>(std::clamp(static_cast<int64_t>(at), int64_t{0}, int64_t{bins - 1}))]++;
+  }
+  return h;
 }
 
 std::string Report::json(int indent) const {

@@ -2,7 +2,7 @@
 // Findings and the report every diagnose check returns. A finding is one check's answer:
 //   stage (data, model, training) · check name · verdict (ok / warn / fail) · evidence · hint
 // plus named numbers (metrics) for tools and tests. A Report collects findings and prints them
-// as text for people or JSON for tools (report.json()).
+// as text for people, JSON for tools (report.json()) or one HTML page with charts (report.html()).
 
 #include <iosfwd>
 #include <map>
@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "gradlab/diagnose/charts.hpp"
 
 namespace gradlab::diagnose {
 
@@ -79,6 +81,9 @@ class Report {
   /// The stage doctor stopped at because it failed; empty when every stage passed, and with
   /// DoctorOptions::keep_going (then every stage ran).
   std::optional<Stage> stopped_at;
+  /// The LR sweep, activation histograms and gradient norms doctor saw (for html(); json()
+  /// leaves them out).
+  ReportCharts charts;
 
   /// The version of json()'s layout (its "schema" field: "gradlab.diagnose.report/<n>"); it
   /// changes when a field is renamed, removed or changes meaning.
@@ -88,12 +93,27 @@ class Report {
   /// ("doctor: stopped at the data stage (2 failures): fix it first, then run again", or
   /// "doctor: no failure").
   std::string text() const;
+  /// The last line of text(): "doctor: no failure", "doctor: stopped at the data stage (...)".
+  std::string verdict_line() const;
   /// JSON for tools, schema "gradlab.diagnose.report/1" (README "Troubleshooting: diagnose"):
   /// {"schema", "verdict", "stages": {"data"|"model"|"training": "not_run"|"ok"|"warn"|"fail"},
   ///  "stages_run", "stopped_at" (null unless doctor stopped), "findings": [{"stage", "check",
   ///  "verdict", "evidence", "hint", "deferred_to" (null or "stage/check"),
   ///  "metrics": {name: number or null}}]}.
   std::string json(int indent = 2) const;
+  /// One self-contained HTML5 page (no external resource, no script): the verdict line, the
+  /// stages in order (data, model, training; a stage that did not run is shown as not run) with
+  /// each finding's verdict, check, evidence, hint and deferred_to, and inline SVG charts of
+  /// `charts` (LR sweep on a log axis with the best LR, the divergence and the optimizer's LR
+  /// marked; one histogram per layer; gradient norms per parameter over the steps). All text is
+  /// escaped. Elements a test can query: #verdict, section#stage-<stage>.stage[data-verdict],
+  /// .finding[data-check][data-verdict], figure.chart[data-chart="lr_range"|"activations"|
+  /// "grad_norms"].
+  std::string html_string() const;
+  /// Writes html_string() to `path` atomically (a temporary file in the same directory, then a
+  /// rename over `path`): a failed write throws IOError naming `path` and leaves a previous file
+  /// there as it was.
+  void html(const std::string& path) const;
 
  private:
   std::vector<Finding> findings_;

@@ -210,6 +210,27 @@ Finding check_gradient_flow(const Model& model, const Loss& loss, const Tensor& 
 
 // ---- activations -------------------------------------------------------------------------------
 
+LayerStats layer_stats(std::string name, std::string type, const Tensor& y) {
+  LayerStats s;
+  s.name = std::move(name);
+  s.type = std::move(type);
+  s.shape = y.sizes();
+  const Tensor yd = y.detach().to(kFloat64);
+  s.mean = mean(yd).item<double>();
+  s.std = y.numel() > 1 ? gradlab::std(yd, {}, 0).item<double>() : 0.0;
+  if (s.type == "ReLU" && y.dim() >= 1 && y.size(0) > 0) {
+    // A unit (one position of a sample) is dead on this batch when it is 0 for every sample.
+    const Tensor alive = amax(yd.reshape({y.size(0), -1}), {0}) > 0;
+    s.dead_fraction = 1.0 - mean(alive.to(kFloat64)).item<double>();
+  } else if (s.type == "Tanh") {
+    s.saturated_fraction = mean((abs(yd) > 0.99).to(kFloat64)).item<double>();
+  } else if (s.type == "Sigmoid") {
+    s.saturated_fraction = mean(logical_or(yd < 0.01, yd > 0.99).to(kFloat64)).item<double>();
+  }
+  s.histogram = make_histogram(detail::values(yd));
+  return s;
+}
+
 std::vector<LayerStats> activation_stats(const Model& model, const Tensor& inputs) {
   check_batch("diagnose::activation_stats", inputs);
   std::vector<LayerStats> out;
@@ -220,31 +241,16 @@ std::vector<LayerStats> activation_stats(const Model& model, const Tensor& input
     });
     NoGradGuard no_grad;
     model(inputs);
-    for (auto& [m, y] : seen) {
-      LayerStats s;
-      s.name = hooks.name_of(m);
-      s.type = m->name();
-      s.shape = y.sizes();
-      const Tensor yd = y.to(kFloat64);
-      s.mean = mean(yd).item<double>();
-      s.std = y.numel() > 1 ? gradlab::std(yd, {}, 0).item<double>() : 0.0;
-      if (dynamic_cast<nn::ReLUImpl*>(m) && y.dim() >= 1 && y.size(0) > 0) {
-        // A unit (one position of a sample) is dead on this batch when it is 0 for every sample.
-        const Tensor alive = amax(yd.reshape({y.size(0), -1}), {0}) > 0;
-        s.dead_fraction = 1.0 - mean(alive.to(kFloat64)).item<double>();
-      } else if (dynamic_cast<nn::TanhImpl*>(m)) {
-        s.saturated_fraction = mean((abs(yd) > 0.99).to(kFloat64)).item<double>();
-      } else if (dynamic_cast<nn::SigmoidImpl*>(m)) {
-        s.saturated_fraction = mean(logical_or(yd < 0.01, yd > 0.99).to(kFloat64)).item<double>();
-      }
-      out.push_back(s);
-    }
+    for (auto& [m, y] : seen) out.push_back(layer_stats(hooks.name_of(m), m->name(), y));
   }
   return out;
 }
 
 Finding check_activations(const Model& model, const Tensor& inputs, const ActivationOptions& options) {
-  const std::vector<LayerStats> layers = activation_stats(model, inputs);
+  return check_activations(activation_stats(model, inputs), options);
+}
+
+Finding check_activations(const std::vector<LayerStats>& layers, const ActivationOptions& options) {
   Finding f = make(kModel, "activations", Verdict::Ok, "");
   std::vector<std::string> bad;
   for (const LayerStats& s : layers) {
@@ -495,8 +501,10 @@ Finding check_loss_pairing(const Model& model, const Loss& loss, const Tensor& i
 // ---- all of them -------------------------------------------------------------------------------
 
 std::vector<Finding> check_model(const Model& model, const Loss& loss, const Tensor& inputs, const Tensor& targets,
-                                 const optim::Optimizer* optimizer, const ModelCheckOptions& options) {
+                                 const optim::Optimizer* optimizer, const ModelCheckOptions& options,
+                                 std::vector<LayerStats>* layers) {
   std::vector<Finding> out;
+  if (layers) layers->clear();
   if (!options.expected_output.empty()) {
     out.push_back(check_output_shape(model, inputs, options.expected_output));
     if (out.back().failed()) return out;  // the other checks would fail on the shape alone
@@ -504,7 +512,9 @@ std::vector<Finding> check_model(const Model& model, const Loss& loss, const Ten
   out.push_back(check_loss_pairing(model, loss, inputs, targets));
   out.push_back(check_gradient_flow(model, loss, inputs, targets, optimizer));
   out.push_back(check_initial_loss(model, loss, inputs, targets));
-  out.push_back(check_activations(model, inputs, options.activations));
+  std::vector<LayerStats> stats = activation_stats(model, inputs);
+  out.push_back(check_activations(stats, options.activations));
+  if (layers) *layers = std::move(stats);
   if (inputs.size(0) >= 2 && inputs.is_floating_point())
     out.push_back(check_batch_independence(model, inputs, options.sample));
   return out;

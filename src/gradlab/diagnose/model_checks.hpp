@@ -44,7 +44,13 @@ struct LayerStats {
   /// Tanh / Sigmoid: elements within 1% of the asymptotes (|tanh| > 0.99, sigmoid < 0.01 or
   /// > 0.99), where the gradient has almost vanished.
   double saturated_fraction = 0;
+  /// The output's values in 24 bins between their min and max (for Report::html).
+  Histogram histogram;
 };
+
+/// The statistics of one layer output `y` (any shape; type "ReLU", "Tanh" and "Sigmoid" add
+/// their dead / saturated fraction): the one place a LayerStats is computed.
+LayerStats layer_stats(std::string name, std::string type, const Tensor& y);
 
 /// Thresholds of check_activations.
 struct ActivationOptions {
@@ -57,6 +63,8 @@ std::vector<LayerStats> activation_stats(const Model& model, const Tensor& input
 /// activation_stats judged: fail when a ReLU layer has more dead units or a tanh/sigmoid layer
 /// more saturated outputs than allowed; metrics per layer ("dead_<name>", "saturated_<name>").
 Finding check_activations(const Model& model, const Tensor& inputs, const ActivationOptions& options = {});
+/// The same judgement of statistics already taken (activation_stats' result).
+Finding check_activations(const std::vector<LayerStats>& layers, const ActivationOptions& options = {});
 
 /// Batch independence: backpropagates sample i's output alone and checks that the gradient
 /// reaches no other sample's input (a model must not mix the samples of a batch: a reshape or
@@ -91,9 +99,12 @@ struct ModelCheckOptions {
 };
 
 /// Every model check on one batch, in this order: output shape (when expected_output is given),
-/// loss pairing, gradient flow, initial loss, activations, batch independence.
+/// loss pairing, gradient flow, initial loss, activations, batch independence. `layers`, when
+/// given, receives the activation statistics the activations check judged (left empty when it
+/// did not run).
 std::vector<Finding> check_model(const Model& model, const Loss& loss, const Tensor& inputs,
                                  const Tensor& targets, const optim::Optimizer* optimizer = nullptr,
-                                 const ModelCheckOptions& options = {});
+                                 const ModelCheckOptions& options = {},
+                                 std::vector<LayerStats>* layers = nullptr);
 
 }  // namespace gradlab::diagnose
