@@ -100,7 +100,7 @@ bool is_softmax(const autograd::Node* n);
 bool is_log_softmax(const autograd::Node* n);
 /// Every node reachable from root's grad_fn (depth first, each once).
 std::vector<autograd::Node*> reachable(const Tensor& root);
-/// "relu at net.cpp:14 (in forward)", plus ", inside the module called at main.cpp:30 (in main)"
+/// "relu at net.cpp:14 (in forward)", plus ", inside a module called at main.cpp:30 (in main)"
 /// when the op ran inside a module the user called (Node::module_site).
 std::string op_at(const std::string& op, const autograd::Node* n);
 

@@ -81,7 +81,7 @@ std::vector<Node*> reachable(const Tensor& root) {
 std::string op_at(const std::string& op, const Node* n) {
   std::string s = op + " at " + n->site.str();
   if (n->module_site.known() && n->module_site.str() != n->site.str())
-    s += ", inside the module called at " + n->module_site.str();
+    s += ", inside a module called at " + n->module_site.str();
   return s;
 }
 

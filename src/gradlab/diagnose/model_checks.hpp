@@ -36,7 +36,7 @@ Finding check_gradient_flow(const Model& model, const Loss& loss, const Tensor& 
 /// functional relu / tanh / sigmoid's (from its node in the recorded graph).
 struct LayerStats {
   /// Dotted module name, e.g. "1"; for a functional activation its op and call site, e.g.
-  /// "relu at net.cpp:14 (in forward), inside the module called at main.cpp:30 (in main)".
+  /// "relu at net.cpp:14 (in forward), inside a module called at main.cpp:30 (in main)".
   std::string name;
   std::string type;  ///< module type, e.g. "ReLU" (a functional relu is a "ReLU" too)
   /// Measured from a graph node (gl::relu(x) in a forward), not from a module.
