@@ -283,6 +283,15 @@ nn::Sequential deep_mlp(int depth, double init_std = 0) {
   return net;
 }
 
+// A FunctionalRelu called from this module's forward: the relu's node carries both sites.
+struct OuterImpl : nn::Module {
+  FunctionalRelu inner{nullptr};
+  OuterImpl() { inner = register_module("inner", FunctionalRelu()); }
+  static constexpr int kLine = __LINE__ + 1;
+  gl::Tensor forward(const gl::Tensor& x) { return inner(x); }
+};
+GRADLAB_MODULE(Outer);
+
 // A regression model ending with `act` (or linear when none), output [B, 1].
 template <class... Act>
 nn::Sequential regressor(Act... act) {
@@ -310,6 +319,17 @@ TEST(DiagnoseModel, ActivationStatsSeesFunctionalActivationsOnce) {
   ASSERT_EQ(seq.size(), 3u);
   for (const auto& s : seq) EXPECT_FALSE(s.functional) << s.name;
   EXPECT_EQ(seq[1].name, "1");
+}
+
+TEST(DiagnoseModel, ActivationStatsNameTheModuleCallOfAFunctionalActivation) {
+  Outer outer;
+  const auto layers = dg::activation_stats(outer, xb());
+  ASSERT_EQ(layers.size(), 3u);
+  EXPECT_THAT(layers[1].name, HasSubstr("relu at checks/diagnose/model_checks_test.cpp:" +
+                                        std::to_string(FunctionalReluImpl::kLine)));
+  EXPECT_THAT(layers[1].name, HasSubstr(", inside a module called at checks/diagnose/model_checks_test.cpp:" +
+                                        std::to_string(OuterImpl::kLine)));
+  EXPECT_EQ(layers[0].name, "inner.fc1");
 }
 
 TEST(DiagnoseModel, ActivationsFindADeadFunctionalRelu) {
@@ -358,6 +378,15 @@ TEST(DiagnoseModel, LayerGradientsHealthy) {
   EXPECT_GT(layers[0].param_grad_norm, 0);
 }
 
+TEST(DiagnoseModel, LayerGradientsNoneReachesTheFirstLayer) {
+  FunctionalRelu dead(-100.0);  // the relu after fc1 passes no gradient back
+  const dg::Finding f = dg::check_layer_gradients(dead, nn::CrossEntropyLoss(), xb(), yb());
+  EXPECT_EQ(f.verdict, dg::Verdict::Fail) << f;
+  EXPECT_EQ(f.metric("ratio"), 0);
+  EXPECT_THAT(f.evidence, HasSubstr("no gradient at all reaches the first layer's output"));
+  EXPECT_THAT(f.hint, HasSubstr("dead ReLUs"));
+}
+
 TEST(DiagnoseModel, LayerGradientsVanishInADeepSigmoidStackWithATinyInit) {
   const dg::Finding f = dg::check_layer_gradients(deep_mlp<nn::Sigmoid>(10, 0.01), nn::CrossEntropyLoss(), xb(), yb());
   EXPECT_EQ(f.verdict, dg::Verdict::Fail) << f;
@@ -394,8 +423,15 @@ TEST(DiagnoseModel, LossFloorHealthy) {
       dg::check_loss_floor(regressor(nn::Sigmoid()), nn::MSELoss(), xb(), gl::linspace(0.2, 0.8, 64).reshape({64, 1}));
   EXPECT_EQ(inside.verdict, dg::Verdict::Ok) << inside;
   EXPECT_EQ(inside.metric("floor"), 0);
-  // relu output, non-negative targets
-  EXPECT_EQ(dg::check_loss_floor(regressor(nn::ReLU()), nn::MSELoss(), xb(), y).verdict, dg::Verdict::Ok);
+  // relu output, non-negative targets; relu logits into cross-entropy (unbounded above)
+  const dg::Finding relu = dg::check_loss_floor(regressor(nn::ReLU()), nn::MSELoss(), xb(), y);
+  EXPECT_EQ(relu.verdict, dg::Verdict::Ok) << relu;
+  EXPECT_THAT(relu.evidence, HasSubstr("targets span [5, 50]: inside the range, MSE can reach 0"));
+  gl::manual_seed(1);
+  nn::Sequential relu_logits(nn::Linear(64, 10), nn::ReLU());
+  const dg::Finding ce = dg::check_loss_floor(relu_logits, nn::CrossEntropyLoss(), xb(), yb());
+  EXPECT_EQ(ce.verdict, dg::Verdict::Ok) << ce;
+  EXPECT_THAT(ce.evidence, HasSubstr("unbounded above: no floor"));
 }
 
 TEST(DiagnoseModel, LossFloorSigmoidOutputOnLargeRegressionTargets) {

@@ -518,19 +518,30 @@ Finding check_duplicates(const Tensor& inputs, const Tensor& targets, double war
     if (dt != 1) return std::string("its target");
     return "label " + num(t[static_cast<size_t>(row)]);
   };
-  // First row of each distinct input (hashing: O(N d) expected); a later equal row is a duplicate,
-  // a conflicting one when its target differs from that first row's.
-  std::unordered_map<std::string, int64_t> first;
+  // First row of each distinct input, by the hash of its bytes (O(N d) expected; only the hashes
+  // are kept, and a row is compared with the earlier rows of its bucket): a later equal row is a
+  // duplicate, a conflicting one when its target differs from that first row's.
+  std::unordered_map<size_t, std::vector<int64_t>> buckets;
   int64_t dup = 0, conflicting = 0;
   std::pair<int64_t, int64_t> dup_pair{-1, -1}, conflict_pair{-1, -1};
   for (int64_t i = 0; i < n; ++i) {
-    const auto [it, fresh] = first.emplace(detail::row_key(v, i, d), i);
-    if (fresh) continue;
+    const std::string key = detail::row_key(v, i, d);
+    std::vector<int64_t>& bucket = buckets[std::hash<std::string>{}(key)];
+    int64_t j = -1;
+    for (int64_t r : bucket)
+      if (detail::row_key(v, r, d) == key) {
+        j = r;
+        break;
+      }
+    if (j < 0) {
+      bucket.push_back(i);
+      continue;
+    }
     ++dup;
-    if (dup_pair.first < 0) dup_pair = {it->second, i};
-    if (dt > 0 && detail::row_key(t, i, dt) != detail::row_key(t, it->second, dt)) {
+    if (dup_pair.first < 0) dup_pair = {j, i};
+    if (dt > 0 && detail::row_key(t, i, dt) != detail::row_key(t, j, dt)) {
       ++conflicting;
-      if (conflict_pair.first < 0) conflict_pair = {it->second, i};
+      if (conflict_pair.first < 0) conflict_pair = {j, i};
     }
   }
   const double fraction = static_cast<double>(dup) / static_cast<double>(n);

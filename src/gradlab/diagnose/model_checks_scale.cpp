@@ -125,6 +125,14 @@ Finding check_layer_gradients(const Model& model, const Loss& loss, const Tensor
     f.evidence = "the last layer's output gets a zero gradient: the ratio across depth is undefined\n" + head;
     return f;
   }
+  if (first == 0) {
+    f.verdict = Verdict::Fail;
+    f.metrics["ratio"] = 0;
+    f.evidence = "vanishing gradients: no gradient at all reaches the first layer's output\n" + head;
+    f.hint = "something between the first and the last layer stops the backward signal: dead ReLUs (see "
+             "model/activations), saturated sigmoid/tanh units, or a detach()";
+    return f;
+  }
   // r = ||dL/dy_1|| / ||dL/dy_L||: each layer scales the backward signal by about ||W|| times the
   // activation's slope, so r is that product over the depth (r << 1 vanishing, r >> 1 exploding).
   const double r = first / last;
@@ -238,8 +246,9 @@ Finding check_loss_floor(const Model& model, const Loss& loss, const Tensor& inp
     floor = std::log1p(static_cast<double>(c - 1) * std::exp(-(b.hi - b.lo)));
     chance = std::log(static_cast<double>(c));
     chance_is = "ln " + std::to_string(c) + ", a uniform guess";
-    what = "as logits of " + plural(c, "class") + " the best cross-entropy is ln(1 + (C - 1) e^-" + num(b.hi - b.lo) +
-           ") = " + num(floor);
+    what = std::isinf(b.hi - b.lo) ? "as logits of " + plural(c, "class") + " the range is unbounded above: no floor"
+                                   : "as logits of " + plural(c, "class") + " the best cross-entropy is ln(1 + (C - 1) e^-" +
+                                         num(b.hi - b.lo) + ") = " + num(floor);
     hint = "return the raw logits: remove the output " + b.op + " (CrossEntropyLoss needs unbounded logits)";
   } else {
     const std::vector<double> t = detail::values(targets);
@@ -262,8 +271,9 @@ Finding check_loss_floor(const Model& model, const Loss& loss, const Tensor& inp
       chance = std::max(sq / n - m * m, 0.0);  // the loss of predicting the targets' mean
       if (chance == 0) chance = sq / n;
       chance_is = "always predicting the targets' mean";
-      what = span + ": MSE cannot fall below " + num(floor) + " (the mean squared distance of the targets to " +
-             b.range() + ")";
+      what = floor == 0 ? span + ": inside the range, MSE can reach 0"
+                        : span + ": MSE cannot fall below " + num(floor) +
+                              " (the mean squared distance of the targets to " + b.range() + ")";
       hint = b.op == "relu" ? "remove the output relu (a linear output for regression): it cannot go below 0, and "
                               "the targets do"
                             : "remove the output " + b.op + " (a linear output for regression), or scale the targets into " +
@@ -286,8 +296,9 @@ Finding check_loss_floor(const Model& model, const Loss& loss, const Tensor& inp
       }
       chance = std::log(2.0);
       chance_is = "ln 2, logits at 0";
-      what = span + ": as logits in " + b.range() + " BCEWithLogitsLoss stays " + num(floor) +
-             " above its minimum (the best logit for each target, clamped into the range)";
+      what = floor == 0 ? span + ": the best logit of every target lies in " + b.range() + ", no floor"
+                        : span + ": as logits in " + b.range() + " BCEWithLogitsLoss stays " + num(floor) +
+                              " above its minimum (the best logit for each target, clamped into the range)";
       hint = "return the raw logits: remove the output " + b.op + " (BCEWithLogitsLoss applies the sigmoid itself)";
     }
   }
