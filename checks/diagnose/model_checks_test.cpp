@@ -292,6 +292,18 @@ struct OuterImpl : nn::Module {
 };
 GRADLAB_MODULE(Outer);
 
+// A leaf module (parameters, no children) whose forward ends in gl::relu; bias -100 kills it.
+struct LeafReluImpl : nn::Module {
+  gl::Tensor w, b;
+  LeafReluImpl() {
+    gl::manual_seed(1);
+    w = register_parameter("w", gl::randn({64, 32}) * 0.1);
+    b = register_parameter("b", gl::full({32}, -100.0));
+  }
+  gl::Tensor forward(const gl::Tensor& x) { return gl::relu(gl::matmul(x, w) + b); }
+};
+GRADLAB_MODULE(LeafRelu);
+
 // A regression model ending with `act` (or linear when none), output [B, 1].
 template <class... Act>
 nn::Sequential regressor(Act... act) {
@@ -330,6 +342,18 @@ TEST(DiagnoseModel, ActivationStatsNameTheModuleCallOfAFunctionalActivation) {
   EXPECT_THAT(layers[1].name, HasSubstr(", inside a module called at checks/diagnose/model_checks_test.cpp:" +
                                         std::to_string(OuterImpl::kLine)));
   EXPECT_EQ(layers[0].name, "inner.fc1");
+}
+
+TEST(DiagnoseModel, ActivationsSeeTheReluAtTheEndOfACustomLeafModule) {
+  gl::manual_seed(1);
+  nn::Sequential net(LeafRelu(), nn::Linear(32, 10));
+  const auto layers = dg::activation_stats(net, xb());
+  ASSERT_EQ(layers.size(), 3u) << "module 0, its relu (the same output, measured as a relu), module 1";
+  EXPECT_EQ(layers[0].name, "0");
+  EXPECT_EQ(layers[0].type, "LeafRelu");
+  EXPECT_TRUE(layers[1].functional);
+  EXPECT_EQ(layers[1].dead_fraction, 1.0);
+  EXPECT_EQ(dg::check_activations(net, xb()).verdict, dg::Verdict::Fail);
 }
 
 TEST(DiagnoseModel, ActivationsFindADeadFunctionalRelu) {

@@ -195,12 +195,11 @@ namespace {
 // One layer's statistics from its output y [B, ...]: every LayerStats, a module's or a
 // functional activation's, is built here. `type` says what is measured: "ReLU" dead units,
 // "Tanh" / "Sigmoid" saturation.
-LayerStats layer_stats(std::string name, std::string type, const Tensor& y, bool functional) {
+LayerStats layer_stats(std::string name, std::string type, const Tensor& y) {
   NoGradGuard no_grad;
   LayerStats s;
   s.name = std::move(name);
   s.type = std::move(type);
-  s.functional = functional;
   s.shape = y.sizes();
   const Tensor yd = y.detach().to(kFloat64);
   s.mean = mean(yd).item<double>();
@@ -241,9 +240,10 @@ std::vector<LayerStats> activation_stats(const Model& model, const Tensor& input
   check_batch("diagnose::activation_stats", inputs);
   // One forward with the graph recorded: leaf modules are read by forward hooks, and activations
   // called as functions (gl::relu(fc1(x)) in a forward) by their graph nodes. A module's own
-  // activation (nn::ReLU) is a graph node too: its output's grad_fn marks it as seen.
+  // activation (nn::ReLU) is a graph node too: its output's grad_fn marks it as seen. (A custom
+  // leaf module ending in gl::relu is not an activation module: its relu is measured as well.)
   std::vector<std::pair<uint64_t, LayerStats>> layers;  // (creation order, stats)
-  std::unordered_set<const Node*> by_module;
+  std::map<const Node*, std::string> by_module;          // output node -> module type
   EnableGradGuard grad;
   const Tensor x = inputs.is_floating_point() ? inputs.detach().requires_grad_(true) : inputs;
   Tensor out;
@@ -257,16 +257,18 @@ std::vector<LayerStats> activation_stats(const Model& model, const Tensor& input
     for (auto& [m, y] : seen) {
       if (y.grad_fn()) {
         order = y.grad_fn()->sequence_nr();
-        by_module.insert(y.grad_fn().get());
+        by_module[y.grad_fn().get()] = m->name();
       }
-      layers.emplace_back(order, layer_stats(hooks.name_of(m), m->name(), y, false));
+      layers.emplace_back(order, layer_stats(hooks.name_of(m), m->name(), y));
     }
   }
   for (const Node* n : reachable(out)) {
-    if (by_module.count(n)) continue;
     const GraphActivation a = graph_activation(n);
-    if (a.type && a.y.defined() && a.y.is_floating_point())
-      layers.emplace_back(n->sequence_nr(), layer_stats(detail::op_at(a.op, n), a.type, a.y, true));
+    if (!a.type || !a.y.defined() || !a.y.is_floating_point()) continue;
+    if (auto it = by_module.find(n); it != by_module.end() && it->second == a.type) continue;
+    LayerStats s = layer_stats(detail::op_at(a.op, n), a.type, a.y);
+    s.functional = true;
+    layers.emplace_back(n->sequence_nr(), std::move(s));
   }
   std::stable_sort(layers.begin(), layers.end(), [](const auto& l, const auto& r) { return l.first < r.first; });
   std::vector<LayerStats> result;
