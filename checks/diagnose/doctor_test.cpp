@@ -196,7 +196,8 @@ TEST(Doctor, LoaderSpeedInTheTrainingStage) {
   // a loader whose get() sleeps: a warning of the training stage, not a failure
   dg::DoctorOptions o;
   o.loader_speed.batches = 3;
-  const gl::data::DataLoader slow(SlowDigits(2), gl::data::DataLoaderOptions(16).num_workers(1).seed(1));
+  // (batches of 8: the data stage's loader_order reads 16 of them too)
+  const gl::data::DataLoader slow(SlowDigits(2), gl::data::DataLoaderOptions(8).num_workers(1).seed(1));
   const dg::Report warn = dg::doctor(net, nn::CrossEntropyLoss(), opt, {.inputs = digits().train.data(), .targets = y,
                                                                          .loader = &slow}, o);
   EXPECT_FALSE(warn.has_failure()) << warn;
