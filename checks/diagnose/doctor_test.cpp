@@ -208,6 +208,45 @@ TEST(Doctor, LoaderSpeedInTheTrainingStage) {
   EXPECT_EQ(flat(*net), before) << "doctor leaves the model as it was";
 }
 
+TEST(Doctor, ConflictingDuplicatesFailTheDataStage) {
+  const gl::Tensor x = prepared(raw_digits().train.data()), y = digits().train.targets();
+  // 40 rows appended again with other labels
+  std::vector<int64_t> wrong = y.narrow(0, 0, 40).contiguous().to_vector<int64_t>();
+  for (int64_t& c : wrong) c = (c + 1) % 10;
+  const gl::Tensor x2 = gl::cat({x, x.narrow(0, 0, 40)}, 0), y2 = gl::cat({y, gl::from_vector(wrong, {40})}, 0);
+  const DoctorRun r = doctor_on(mlp(), 0.1, x2, y2);
+  expect_stopped_at(r.report, dg::Stage::Data, "duplicates");
+  EXPECT_THAT(r.report.find("duplicates")->evidence, HasSubstr("40 of them have another target"));
+}
+
+TEST(Doctor, VanishingGradientsFailTheModelStage) {
+  gl::manual_seed(3);
+  nn::Sequential deep;
+  for (int i = 0; i < 10; ++i) {
+    deep->push_back(nn::Linear(64, i == 9 ? 10 : 64));
+    if (i < 9) deep->push_back(nn::Sigmoid());
+  }
+  {
+    gl::NoGradGuard no_grad;
+    for (auto& [name, p] : deep->named_parameters())
+      if (name.find("weight") != std::string::npos) nn::init::normal_(p, 0.0, 0.01);
+  }
+  const DoctorRun r = doctor_on(deep, 0.1, prepared(raw_digits().train.data()), digits().train.targets());
+  expect_stopped_at(r.report, dg::Stage::Model, "layer_gradients");
+  EXPECT_THAT(r.report.find("layer_gradients")->evidence, HasSubstr("vanishing gradients"));
+}
+
+TEST(Doctor, ASigmoidOutputOnLargeRegressionTargetsFailsTheModelStage) {
+  const gl::Tensor x = prepared(raw_digits().train.data());
+  const gl::Tensor y = digits().train.targets().to(gl::kFloat32).reshape({-1, 1}) * 5.0 + 5.0;  // 5 .. 50
+  gl::manual_seed(2);
+  nn::Sequential reg(nn::Linear(64, 32), nn::ReLU(), nn::Linear(32, 1), nn::Sigmoid());
+  gl::optim::SGD opt(reg->parameters(), gl::optim::SGDOptions(0.01));
+  const dg::Report r = dg::doctor(reg, nn::MSELoss(), opt, {.inputs = x, .targets = y}, with_stats());
+  expect_stopped_at(r, dg::Stage::Model, "loss_floor");
+  EXPECT_THAT(r.find("loss_floor")->evidence, HasSubstr("targets span [5, 50]: MSE cannot fall below"));
+}
+
 TEST(Doctor, JsonForTools) {
   const DoctorRun r = doctor_on(mlp(), 0.1, prepared(raw_digits().train.data()), digits().train.targets() + 1);
   const nlohmann::json j = nlohmann::json::parse(r.report.json());
