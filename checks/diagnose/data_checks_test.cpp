@@ -210,6 +210,100 @@ TEST(DiagnoseData, LoaderOrderCatchesAForgottenShuffle) {
 
 TEST(DiagnoseData, CheckDataOnHealthyDigitsHasNoFailure) {
   const auto fs = dg::check_data(digits().train.data(), digits().train.targets(), 10, {}, digits().test.data());
-  ASSERT_EQ(fs.size(), 6u);
+  ASSERT_EQ(fs.size(), 7u);
   for (const dg::Finding& f : fs) EXPECT_NE(f.verdict, dg::Verdict::Fail) << f;
+}
+
+TEST(DiagnoseData, LoaderOrderReadsAConstLoaderWithoutMovingIt) {
+  const gl::data::TensorDataset sorted = sorted_by_label(digits().train.data(), digits().train.targets());
+  const gl::data::DataLoader plain(sorted, gl::data::DataLoaderOptions(64).seed(3));
+  gl::manual_seed(5);
+  const dg::Finding bad = dg::check_loader_order(plain, 10);
+  const double after_check = gl::randn({1}).item<double>();
+  gl::manual_seed(5);
+  EXPECT_EQ(gl::randn({1}).item<double>(), after_check) << "the check draws nothing from default_generator";
+  EXPECT_EQ(bad.verdict, dg::Verdict::Fail) << bad;
+  EXPECT_THAT(bad.evidence, HasSubstr("grouped by label"));
+  EXPECT_EQ(plain.state(), (gl::data::LoaderState{3, 0, 0})) << "a const loader stays where it stood";
+
+  // A loader in the middle of an epoch: checked from where it stands, and it continues there.
+  gl::data::DataLoader shuffled(digits().train, gl::data::DataLoaderOptions(64).shuffle(true).seed(7));
+  {
+    auto it = shuffled.begin();  // batch 0
+    ++it;                        // batch 1
+  }
+  const gl::data::LoaderState mid = shuffled.state();
+  ASSERT_EQ(mid.position, 2u);
+  const gl::data::DataLoader& view = shuffled;
+  EXPECT_EQ(dg::check_loader_order(view, 10).verdict, dg::Verdict::Ok);
+  EXPECT_EQ(shuffled.state(), mid);
+  gl::data::DataLoader fresh(digits().train, gl::data::DataLoaderOptions(64).shuffle(true).seed(7));
+  fresh.load_state(mid);
+  EXPECT_EQ((*shuffled.begin()).indices, (*fresh.begin()).indices) << "the next batch is the one it would have been";
+}
+
+TEST(DiagnoseData, DuplicatesOnHealthyDigitsAreNone) {
+  const dg::Finding f = dg::check_duplicates(digits().train.data(), digits().train.targets());
+  EXPECT_EQ(f.verdict, dg::Verdict::Ok) << f;
+  EXPECT_EQ(f.metric("duplicates"), 0);
+  EXPECT_THAT(f.evidence, HasSubstr("every one of the 1437 training rows is distinct"));
+}
+
+TEST(DiagnoseData, DuplicatesFoundWithThePairNamed) {
+  const gl::Tensor x = digits().train.data(), y = digits().train.targets();
+  // 40 rows (2.7%) appended a second time, labels and all: a join that ran twice
+  const gl::Tensor x2 = gl::cat({x, x.narrow(0, 10, 40)}, 0), y2 = gl::cat({y, y.narrow(0, 10, 40)}, 0);
+  const dg::Finding many = dg::check_duplicates(x2, y2);
+  EXPECT_EQ(many.verdict, dg::Verdict::Warn) << many;
+  EXPECT_EQ(many.metric("duplicates"), 40);
+  EXPECT_EQ(many.metric("conflicting"), 0);
+  EXPECT_NEAR(many.metric("fraction"), 40.0 / 1477, 1e-12);
+  EXPECT_THAT(many.evidence, HasSubstr("40 of 1477 rows repeat an earlier row bit for bit"));
+  EXPECT_THAT(many.evidence, HasSubstr("row 1437 == row 10"));
+  EXPECT_THAT(many.hint, HasSubstr("deduplicate"));
+  // two repeated rows (0.14%): information, not a warning
+  const dg::Finding few = dg::check_duplicates(gl::cat({x, x.narrow(0, 3, 2)}, 0), gl::cat({y, y.narrow(0, 3, 2)}, 0));
+  EXPECT_EQ(few.verdict, dg::Verdict::Ok) << few;
+  EXPECT_EQ(few.metric("duplicates"), 2);
+  EXPECT_THAT(few.evidence, HasSubstr("2 of 1439 rows repeat"));
+  EXPECT_THAT(few.evidence, HasSubstr("information"));
+  // -0 and +0 are the same value
+  const gl::Tensor signed_zero = gl::from_vector(std::vector<double>{0.0, 1.0, -0.0, 1.0}, {2, 2});
+  EXPECT_EQ(dg::check_duplicates(signed_zero).metric("duplicates"), 1);
+}
+
+namespace {
+// (label + 1) mod 10: a wrong label for every row.
+gl::Tensor next_label(const gl::Tensor& y) {
+  std::vector<int64_t> v = y.contiguous().to_vector<int64_t>();
+  for (int64_t& c : v) c = (c + 1) % 10;
+  return gl::from_vector(v, y.sizes());
+}
+}  // namespace
+
+TEST(DiagnoseData, ConflictingDuplicatesAreWorse) {
+  const gl::Tensor x = digits().train.data(), y = digits().train.targets();
+  // one row repeated with another label: a warning that says so
+  const gl::Tensor relabel = next_label(y.narrow(0, 5, 1));
+  const dg::Finding one = dg::check_duplicates(gl::cat({x, x.narrow(0, 5, 1)}, 0), gl::cat({y, relabel}, 0));
+  EXPECT_EQ(one.verdict, dg::Verdict::Warn) << one;
+  EXPECT_EQ(one.metric("conflicting"), 1);
+  const int64_t label = y.narrow(0, 5, 1).item<int64_t>();
+  EXPECT_THAT(one.evidence, HasSubstr("1 of them has another target than the row they repeat"));
+  EXPECT_THAT(one.evidence, HasSubstr("row 1437 (label " + std::to_string((label + 1) % 10) + ") == row 5 (label " +
+                                      std::to_string(label) + ")"));
+  EXPECT_THAT(one.hint, HasSubstr("label noise"));
+  // 30 rows (2%) repeated with shifted labels: a failure
+  const gl::Tensor x2 = gl::cat({x, x.narrow(0, 0, 30)}, 0), y2 = gl::cat({y, next_label(y.narrow(0, 0, 30))}, 0);
+  const dg::Finding bad = dg::check_duplicates(x2, y2);
+  EXPECT_EQ(bad.verdict, dg::Verdict::Fail) << bad;
+  EXPECT_EQ(bad.metric("conflicting"), 30);
+  // the same rows without targets: plain duplicates
+  EXPECT_EQ(dg::check_duplicates(x2).verdict, dg::Verdict::Warn);
+}
+
+TEST(DiagnoseData, DuplicatesRejectBadArguments) {
+  EXPECT_THROW(dg::check_duplicates(gl::Tensor()), gl::ValueError);
+  EXPECT_THROW(dg::check_duplicates(gl::zeros({4, 2}), gl::zeros({3})), gl::ShapeError);
+  EXPECT_THROW(dg::check_duplicates(gl::zeros({4, 2}), {}, 2.0), gl::ValueError);
 }

@@ -59,7 +59,7 @@ TEST(Doctor, HealthyDigitsMlpHasNoFailure) {
   EXPECT_FALSE(r.report.has_failure()) << r.report;
   EXPECT_FALSE(r.report.stopped_at.has_value());
   EXPECT_EQ(r.report.stages_run.size(), 3u);
-  EXPECT_EQ(r.report.findings().size(), 6u + 6u + 4u) << r.report;
+  EXPECT_EQ(r.report.findings().size(), 7u + 8u + 4u) << r.report;
   EXPECT_EQ(r.before, r.after) << "doctor leaves the model as it was";
   EXPECT_THAT(r.report.text(), HasSubstr("doctor: no failure"));
   EXPECT_EQ(r.report.verdict(), dg::Verdict::Ok) << "a warning on a healthy run is a defect:\n" << r.report;
@@ -158,6 +158,93 @@ TEST(Doctor, ForgottenShuffleFailsTheDataStage) {
   d.loader = &loader;
   const dg::Report r = dg::doctor(net, nn::CrossEntropyLoss(), opt, d);
   expect_stopped_at(r, dg::Stage::Data, "loader_order");
+}
+
+TEST(Doctor, TakesAConstLoaderOrATemporary) {
+  const gl::data::TensorDataset sorted = sorted_by_label(digits().train.data(), digits().train.targets());
+  const gl::Tensor xs = sorted.data(), ys = sorted.targets();
+  nn::Sequential net = mlp();
+  gl::optim::SGD opt(net->parameters(), gl::optim::SGDOptions(0.1));
+  // a temporary loader, built in the call
+  const dg::Report tmp = dg::doctor(
+      net, nn::CrossEntropyLoss(), opt,
+      {.inputs = xs, .targets = ys, .loader = gl::data::DataLoader(sorted, gl::data::DataLoaderOptions(64))});
+  expect_stopped_at(tmp, dg::Stage::Data, "loader_order");
+  // a const loader, by reference or by pointer; it stays where it stood
+  const gl::data::DataLoader loader(sorted, gl::data::DataLoaderOptions(64).seed(4));
+  expect_stopped_at(dg::doctor(net, nn::CrossEntropyLoss(), opt, {.inputs = xs, .targets = ys, .loader = loader}),
+                    dg::Stage::Data, "loader_order");
+  expect_stopped_at(dg::doctor(net, nn::CrossEntropyLoss(), opt, {.inputs = xs, .targets = ys, .loader = &loader}),
+                    dg::Stage::Data, "loader_order");
+  EXPECT_EQ(loader.state(), (gl::data::LoaderState{4, 0, 0}));
+}
+
+TEST(Doctor, LoaderSpeedInTheTrainingStage) {
+  const gl::Tensor x = prepared(raw_digits().train.data()), y = digits().train.targets();
+  nn::Sequential net = mlp();
+  gl::optim::SGD opt(net->parameters(), gl::optim::SGDOptions(0.1));
+  const std::vector<double> before = flat(*net);
+  // a healthy in-memory loader: one more ok finding
+  const gl::data::DataLoader fast(gl::data::TensorDataset(x, y), gl::data::DataLoaderOptions(64).shuffle(true).seed(1));
+  const dg::Report ok = dg::doctor(net, nn::CrossEntropyLoss(), opt, {.inputs = x, .targets = y, .loader = &fast},
+                                   with_stats());
+  EXPECT_EQ(ok.verdict(), dg::Verdict::Ok) << ok;
+  const dg::Finding* f = ok.find("loader_speed");
+  ASSERT_NE(f, nullptr) << ok;
+  EXPECT_EQ(f->stage, dg::Stage::Training);
+  EXPECT_EQ(ok.findings(dg::Stage::Training).size(), 5u) << ok;
+  // a loader whose get() sleeps: a warning of the training stage, not a failure
+  dg::DoctorOptions o;
+  o.loader_speed.batches = 3;
+  // (batches of 8: the data stage's loader_order reads 16 of them too)
+  const gl::data::DataLoader slow(SlowDigits(2), gl::data::DataLoaderOptions(8).num_workers(1).seed(1));
+  const dg::Report warn = dg::doctor(net, nn::CrossEntropyLoss(), opt, {.inputs = digits().train.data(), .targets = y,
+                                                                         .loader = &slow}, o);
+  EXPECT_FALSE(warn.has_failure()) << warn;
+  const dg::Finding* w = warn.find("loader_speed");
+  ASSERT_NE(w, nullptr) << warn;
+  EXPECT_EQ(w->verdict, dg::Verdict::Warn) << *w;
+  EXPECT_THAT(w->hint, HasSubstr("raise num_workers (now 1)"));
+  EXPECT_EQ(flat(*net), before) << "doctor leaves the model as it was";
+}
+
+TEST(Doctor, ConflictingDuplicatesFailTheDataStage) {
+  const gl::Tensor x = prepared(raw_digits().train.data()), y = digits().train.targets();
+  // 40 rows appended again with other labels
+  std::vector<int64_t> wrong = y.narrow(0, 0, 40).contiguous().to_vector<int64_t>();
+  for (int64_t& c : wrong) c = (c + 1) % 10;
+  const gl::Tensor x2 = gl::cat({x, x.narrow(0, 0, 40)}, 0), y2 = gl::cat({y, gl::from_vector(wrong, {40})}, 0);
+  const DoctorRun r = doctor_on(mlp(), 0.1, x2, y2);
+  expect_stopped_at(r.report, dg::Stage::Data, "duplicates");
+  EXPECT_THAT(r.report.find("duplicates")->evidence, HasSubstr("40 of them have another target"));
+}
+
+TEST(Doctor, VanishingGradientsFailTheModelStage) {
+  gl::manual_seed(3);
+  nn::Sequential deep;
+  for (int i = 0; i < 10; ++i) {
+    deep->push_back(nn::Linear(64, i == 9 ? 10 : 64));
+    if (i < 9) deep->push_back(nn::Sigmoid());
+  }
+  {
+    gl::NoGradGuard no_grad;
+    for (auto& [name, p] : deep->named_parameters())
+      if (name.find("weight") != std::string::npos) nn::init::normal_(p, 0.0, 0.01);
+  }
+  const DoctorRun r = doctor_on(deep, 0.1, prepared(raw_digits().train.data()), digits().train.targets());
+  expect_stopped_at(r.report, dg::Stage::Model, "layer_gradients");
+  EXPECT_THAT(r.report.find("layer_gradients")->evidence, HasSubstr("vanishing gradients"));
+}
+
+TEST(Doctor, ASigmoidOutputOnLargeRegressionTargetsFailsTheModelStage) {
+  const gl::Tensor x = prepared(raw_digits().train.data());
+  const gl::Tensor y = digits().train.targets().to(gl::kFloat32).reshape({-1, 1}) * 5.0 + 5.0;  // 5 .. 50
+  gl::manual_seed(2);
+  nn::Sequential reg(nn::Linear(64, 32), nn::ReLU(), nn::Linear(32, 1), nn::Sigmoid());
+  gl::optim::SGD opt(reg->parameters(), gl::optim::SGDOptions(0.01));
+  const dg::Report r = dg::doctor(reg, nn::MSELoss(), opt, {.inputs = x, .targets = y}, with_stats());
+  expect_stopped_at(r, dg::Stage::Model, "loss_floor");
+  EXPECT_THAT(r.find("loss_floor")->evidence, HasSubstr("targets span [5, 50]: MSE cannot fall below"));
 }
 
 TEST(Doctor, JsonForTools) {

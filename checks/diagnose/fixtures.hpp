@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <gradlab/gradlab.hpp>
 #include <numeric>
+#include <thread>
 #include <vector>
 
 namespace diagnose_fixtures {
@@ -70,6 +72,22 @@ inline gl::data::TensorDataset sorted_by_label(const gl::Tensor& x, const gl::Te
   const gl::Tensor order = gl::from_vector(idx, {static_cast<int64_t>(idx.size())});
   return gl::data::TensorDataset(gl::index_select(x, 0, order), gl::index_select(y, 0, order));
 }
+
+/// The standardized digits training split with a get() that sleeps `ms` per sample (decoding
+/// in get(), as an image reader does): a loader over it keeps the model waiting.
+class SlowDigits : public gl::data::Dataset {
+ public:
+  explicit SlowDigits(int ms = 2) : ms_(ms) {}
+  gl::data::Example<> get(size_t index) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms_));
+    const auto i = static_cast<int64_t>(index);
+    return {digits().train.data().select(0, i), digits().train.targets().select(0, i)};
+  }
+  size_t size() const override { return digits().train.size(); }
+
+ private:
+  int ms_;
+};
 
 /// 64 -> 128 -> 128 -> 10 whose forward leaves fc2 out (a layer left out).
 struct LayerLeftOutImpl : nn::Module {

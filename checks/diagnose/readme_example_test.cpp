@@ -53,9 +53,9 @@ TEST(DiagnoseReadme, ExampleRunsAndPrintsWhatTheReadmeShows) {
   for (const char* line : {
            "[fail] data/label_range: 144 of 1437 labels are outside [0, 10), the first: label 10 at index 23; labels span [1, 10]\n"
            "       hint: the labels look shifted by one (1..10 instead of 0..9): subtract 1 where they are read\n",
-           "== data: ok (6 checks, 0 failed, 0 warned)\n",
+           "== data: ok (7 checks, 0 failed, 0 warned)\n",
            "  [ok]   data/split_leakage: none of the 360 held-out rows appears in the 1437 training rows\n",
-           "== model: ok (6 checks, 0 failed, 0 warned)\n",
+           "== model: ok (8 checks, 0 failed, 0 warned)\n",
            "  [ok]   model/initial_loss: loss at init 2.352, expected about 2.303 = ln 10 (a uniform guess over 10 classes): ratio 1.02\n",
            "== training: ok (4 checks, 0 failed, 0 warned)\n",
            "  [ok]   training/overfit_one_batch: loss 2.352 -> 0.2614 in 60 of 200 steps on one batch of 64, accuracy 100% (SGD, lr 0.1): memorized\n",

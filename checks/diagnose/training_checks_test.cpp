@@ -252,3 +252,39 @@ TEST(DiagnoseTraining, NonFiniteWatchNamesTheUsersLineForAnOpInsideAModule) {
                                     std::to_string(OverflowingLayerImpl::kLine) + " (in "));
   EXPECT_THAT(g.evidence, Not(HasSubstr("that op is inside the model given at")));
 }
+
+TEST(DiagnoseTraining, LoaderSpeedHealthyInMemoryLoader) {
+  nn::Sequential net = mlp();
+  gl::optim::SGD opt(net->parameters(), gl::optim::SGDOptions(0.1));
+  const gl::data::DataLoader loader(digits().train, gl::data::DataLoaderOptions(64).shuffle(true).seed(2));
+  const std::vector<double> before = flat(*net);
+  const dg::Finding f = dg::check_loader_speed(net, nn::CrossEntropyLoss(), opt, loader);
+  EXPECT_EQ(f.verdict, dg::Verdict::Ok) << f;
+  EXPECT_EQ(f.metric("batches"), 8);
+  EXPECT_LT(f.metric("wait_ratio"), 0.5);
+  EXPECT_THAT(f.evidence, HasSubstr("over 8 batches (num_workers 0): waiting for a batch took a median "));
+  EXPECT_EQ(flat(*net), before) << "the model is put back";
+  EXPECT_EQ(loader.state(), (gl::data::LoaderState{2, 0, 0})) << "the loader does not move";
+}
+
+TEST(DiagnoseTraining, LoaderSpeedFindsASlowGet) {
+  nn::Sequential net = mlp();
+  gl::optim::SGD opt(net->parameters(), gl::optim::SGDOptions(0.1));
+  // 16 samples of 2 ms each: >= 32 ms per batch against a step well under 1 ms
+  const gl::data::DataLoader loader(SlowDigits(2), gl::data::DataLoaderOptions(16).seed(2));
+  const std::vector<double> before = flat(*net);
+  dg::LoaderSpeedOptions o;
+  o.batches = 4;
+  const dg::Finding f = dg::check_loader_speed(net, nn::CrossEntropyLoss(), opt, loader, o);
+  EXPECT_EQ(f.verdict, dg::Verdict::Warn) << f;
+  EXPECT_GE(f.metric("wait_ms"), 32.0) << "sleeps are a lower bound";
+  EXPECT_GT(f.metric("wait_ratio"), 0.5);
+  EXPECT_EQ(f.metric("batches"), 4);
+  EXPECT_THAT(f.evidence, HasSubstr("(the model idles, waiting for data)"));
+  EXPECT_THAT(f.hint, HasSubstr("raise num_workers (now 0)"));
+  EXPECT_THAT(f.hint, HasSubstr("move decoding out of get()"));
+  EXPECT_EQ(flat(*net), before);
+
+  o.batches = 0;
+  EXPECT_THROW(dg::check_loader_speed(net, nn::CrossEntropyLoss(), opt, loader, o), gl::ValueError);
+}

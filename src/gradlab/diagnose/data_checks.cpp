@@ -39,6 +39,24 @@ Tensor rows(const Tensor& x, const std::vector<int64_t>& perm, int64_t start, in
   return index_select(x, 0, from_vector(idx, {n}));
 }
 
+std::string row_key(const std::vector<double>& v, int64_t row, int64_t d) {
+  // The row as a byte string of doubles (+0.0 turns -0 into 0: equal values, equal keys).
+  std::string k(static_cast<size_t>(d) * sizeof(double), '\0');
+  for (int64_t j = 0; j < d; ++j) {
+    const double x = v[static_cast<size_t>(row * d + j)] + 0.0;
+    std::memcpy(&k[static_cast<size_t>(j) * sizeof(double)], &x, sizeof(double));
+  }
+  return k;
+}
+
+std::unique_ptr<data::DataLoader> replica(const data::DataLoader& loader) {
+  data::DataLoaderOptions options = loader.options();
+  options.seed(loader.seed());  // the same order and per-sample streams; nothing drawn from default_generator
+  auto copy = std::make_unique<data::DataLoader>(loader.dataset(), options);
+  copy->load_state(loader.state());
+  return copy;
+}
+
 }  // namespace detail
 
 namespace {
@@ -448,15 +466,7 @@ Finding check_split_leakage(const Tensor& a, const Tensor& b, double max_fractio
   const int64_t da = a.numel() / a.size(0), db = b.numel() / b.size(0);
   GRADLAB_CHECK(da == db, ShapeError, "diagnose::check_split_leakage", "the splits' rows have different sizes",
                 std::to_string(da) + " values per row", std::to_string(db));
-  // Rows as byte strings of doubles (+0.0 turns -0 into 0: equal values, equal keys).
-  auto key = [](const std::vector<double>& v, int64_t row, int64_t d) {
-    std::string k(static_cast<size_t>(d) * sizeof(double), '\0');
-    for (int64_t j = 0; j < d; ++j) {
-      const double x = v[static_cast<size_t>(row * d + j)] + 0.0;
-      std::memcpy(&k[static_cast<size_t>(j) * sizeof(double)], &x, sizeof(double));
-    }
-    return k;
-  };
+  const auto key = detail::row_key;
   const std::vector<double> va = values(a), vb = values(b);
   std::unordered_map<std::string, int64_t> seen;
   for (int64_t i = 0; i < a.size(0); ++i) seen.emplace(key(va, i, da), i);
@@ -488,16 +498,96 @@ Finding check_split_leakage(const Tensor& a, const Tensor& b, double max_fractio
   return f;
 }
 
-Finding check_loader_order(data::DataLoader& loader, int64_t num_classes, size_t max_batches) {
+Finding check_duplicates(const Tensor& inputs, const Tensor& targets, double warn_fraction) {
+  const char* op = "diagnose::check_duplicates";
+  check_rows(op, inputs, "inputs");
+  GRADLAB_CHECK(!targets.defined() || (targets.dim() >= 1 && targets.size(0) == inputs.size(0)), ShapeError, op,
+                "targets must have one row per input row", std::to_string(inputs.size(0)) + " rows",
+                shape_str(targets.sizes()));
+  GRADLAB_CHECK(warn_fraction >= 0 && warn_fraction <= 1, ValueError, op, "warn_fraction must be in [0, 1]",
+                "0 <= warn_fraction <= 1", num(warn_fraction));
+  const int64_t n = inputs.size(0), d = inputs.numel() / n;
+  const std::vector<double> v = values(inputs);
+  std::vector<double> t;
+  int64_t dt = 0;
+  if (targets.defined()) {
+    t = values(targets);
+    dt = targets.numel() / n;
+  }
+  auto label = [&](int64_t row) {
+    if (dt != 1) return std::string("its target");
+    return "label " + num(t[static_cast<size_t>(row)]);
+  };
+  // First row of each distinct input, by the hash of its bytes (O(N d) expected; only the hashes
+  // are kept, and a row is compared with the earlier rows of its bucket): a later equal row is a
+  // duplicate, a conflicting one when its target differs from that first row's.
+  std::unordered_map<size_t, std::vector<int64_t>> buckets;
+  int64_t dup = 0, conflicting = 0;
+  std::pair<int64_t, int64_t> dup_pair{-1, -1}, conflict_pair{-1, -1};
+  for (int64_t i = 0; i < n; ++i) {
+    const std::string key = detail::row_key(v, i, d);
+    std::vector<int64_t>& bucket = buckets[std::hash<std::string>{}(key)];
+    int64_t j = -1;
+    for (int64_t r : bucket)
+      if (detail::row_key(v, r, d) == key) {
+        j = r;
+        break;
+      }
+    if (j < 0) {
+      bucket.push_back(i);
+      continue;
+    }
+    ++dup;
+    if (dup_pair.first < 0) dup_pair = {j, i};
+    if (dt > 0 && detail::row_key(t, i, dt) != detail::row_key(t, j, dt)) {
+      ++conflicting;
+      if (conflict_pair.first < 0) conflict_pair = {j, i};
+    }
+  }
+  const double fraction = static_cast<double>(dup) / static_cast<double>(n);
+  const double conflict_fraction = static_cast<double>(conflicting) / static_cast<double>(n);
+  Finding f = make(kData, "duplicates", Verdict::Ok, "");
+  f.metrics["duplicates"] = static_cast<double>(dup);
+  f.metrics["fraction"] = fraction;
+  f.metrics["conflicting"] = static_cast<double>(conflicting);
+  if (dup == 0) {
+    f.evidence = "every one of the " + std::to_string(n) + " training rows is distinct";
+    return f;
+  }
+  const std::string rows = dup == 1 ? " row repeats" : " rows repeat";
+  f.evidence = std::to_string(dup) + " of " + std::to_string(n) + rows + " an earlier row bit for bit (" +
+               num(100 * fraction, 3) + "%), the first: row " + std::to_string(dup_pair.second) + " == row " +
+               std::to_string(dup_pair.first);
+  if (conflicting > 0) {
+    f.evidence += "\n" + std::to_string(conflicting) + " of them " + (conflicting == 1 ? "has" : "have") +
+                  " another target than the row they repeat (the same input, two answers), the first: row " +
+                  std::to_string(conflict_pair.second) + " (" + label(conflict_pair.second) + ") == row " +
+                  std::to_string(conflict_pair.first) + " (" + label(conflict_pair.first) + ")";
+    f.verdict = conflict_fraction > warn_fraction ? Verdict::Fail : Verdict::Warn;
+    f.hint = "conflicting duplicates are label noise the model cannot fit: fix or drop the wrong labels (check how "
+             "they were joined to the inputs), then deduplicate";
+    return f;
+  }
+  if (fraction > warn_fraction) {
+    f.verdict = Verdict::Warn;
+    f.hint = "repeated rows weigh some samples more and, when the data is split after, leak into the held-out split: "
+             "deduplicate before splitting (a join or an append that ran twice?)";
+  } else {
+    f.evidence += " (a few: information, not a warning)";
+  }
+  return f;
+}
+
+Finding check_loader_order(const data::DataLoader& loader, int64_t num_classes, size_t max_batches) {
   GRADLAB_CHECK(num_classes > 0, ValueError, "diagnose::check_loader_order", "num_classes must be positive", ">= 1",
                 std::to_string(num_classes));
-  const data::LoaderState before = loader.state();
+  // A replica reads the batches: the user's loader keeps its epoch and position.
+  const std::unique_ptr<data::DataLoader> reader = detail::replica(loader);
   std::vector<std::vector<int64_t>> batches;
-  for (data::Batch& b : loader) {
+  for (data::Batch& b : *reader) {
     if (b.target.defined() && integral(b.target)) batches.push_back(b.target.contiguous().to_vector<int64_t>());
     if (batches.size() >= max_batches) break;
   }
-  loader.load_state(before);
   Finding f = make(Stage::Data, "loader_order", Verdict::Ok, "");
   if (batches.size() < 2) {
     f.evidence = "fewer than 2 labelled batches: nothing to compare";
@@ -548,6 +638,7 @@ std::vector<Finding> check_data(const Tensor& inputs, const Tensor& targets, int
     out.push_back(check_label_balance(targets, num_classes));
   }
   out.push_back(check_constant_features(inputs, constant_warn_fraction));
+  out.push_back(check_duplicates(inputs, targets));
   out.push_back(check_input_stats(inputs, expected));
   if (holdout_inputs.defined()) out.push_back(check_split_leakage(inputs, holdout_inputs));
   return out;

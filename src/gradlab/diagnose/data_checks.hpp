@@ -65,17 +65,25 @@ Finding check_input_stats(const Tensor& inputs, const InputStats& expected = {})
 /// "fraction"; evidence names the first pair (b row j == a row i).
 Finding check_split_leakage(const Tensor& a, const Tensor& b, double max_fraction = 0.01);
 
-/// Reads up to `max_batches` batches of one pass of `loader` (its position is restored
-/// afterwards) and compares the labels per batch with what a shuffled loader gives: fail when
+/// Rows of the inputs that repeat an earlier row bit for bit (hashed: O(N) expected); metrics
+/// "duplicates" (rows that repeat an earlier one), "fraction", "conflicting" (those whose target
+/// differs from the row they repeat). A few duplicates are information (ok, naming the first
+/// pair); warn when more than `warn_fraction` of the rows repeat. Conflicting duplicates (the same
+/// input with two labels) are worse: warn for a few, fail above `warn_fraction`. Targets may be
+/// undefined (then no conflicts are looked for).
+Finding check_duplicates(const Tensor& inputs, const Tensor& targets = {}, double warn_fraction = 0.01);
+
+/// Reads up to `max_batches` batches of one pass of `loader` (through a replica at the same
+/// epoch and position: the loader itself does not move, so a const loader works) and compares the labels per batch with what a shuffled loader gives: fail when
 /// batches hold far fewer distinct labels than shuffling would (sorted by label, shuffle
 /// forgotten). The label frequencies come from the batches read (the uniform ones over
 /// num_classes when those batches miss some classes). metrics "distinct_per_batch",
 /// "expected_distinct_per_batch".
-Finding check_loader_order(data::DataLoader& loader, int64_t num_classes, size_t max_batches = 16);
+Finding check_loader_order(const data::DataLoader& loader, int64_t num_classes, size_t max_batches = 16);
 
 /// Every data check that applies: finite, label range and balance (when num_classes > 0),
-/// constant features (`constant_warn_fraction` as check_constant_features' warn_fraction), input
-/// statistics; leakage when `holdout_inputs` is defined.
+/// constant features (`constant_warn_fraction` as check_constant_features' warn_fraction),
+/// duplicates, input statistics; leakage when `holdout_inputs` is defined.
 std::vector<Finding> check_data(const Tensor& inputs, const Tensor& targets, int64_t num_classes,
                                 const InputStats& expected = {}, const Tensor& holdout_inputs = {},
                                 double constant_warn_fraction = 0.25);

@@ -104,6 +104,7 @@ Report doctor(const Model& model, const Loss& loss, optim::Optimizer& optimizer,
   // 2. model, on one batch
   ModelCheckOptions mo;
   mo.activations = options.activations;
+  mo.layer_gradients = options.layer_gradients;
   if (!options.expected_output.empty()) {
     mo.expected_output = {bs};
     mo.expected_output.insert(mo.expected_output.end(), options.expected_output.begin(), options.expected_output.end());
@@ -149,6 +150,10 @@ Report doctor(const Model& model, const Loss& loss, optim::Optimizer& optimizer,
   report.add(guarded(Stage::Training, "nonfinite_watch", [&] {
     return std::vector<Finding>{watch_nonfinite(model, loss, optimizer, data.inputs, data.targets, no)};
   }));
+  if (data.loader)
+    report.add(guarded(Stage::Training, "loader_speed", [&] {
+      return std::vector<Finding>{check_loader_speed(model, loss, optimizer, *data.loader, options.loader_speed)};
+    }));
   finish_stage(Stage::Training);
   return report;
 }

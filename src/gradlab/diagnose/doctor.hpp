@@ -26,16 +26,33 @@
 
 namespace gradlab::diagnose {
 
+/// The training loader doctor reads, never moves (its checks read a replica at the same epoch and
+/// position): a pointer (`&loader`, null for none) or a loader itself, const or a temporary
+/// (`.loader = data::DataLoader(set, options)`: a temporary lives until doctor returns when the
+/// DoctorData is built in the call; do not keep such a DoctorData beyond it).
+class LoaderRef {
+ public:
+  LoaderRef(const data::DataLoader* loader = nullptr) : loader_(loader) {}  // NOLINT: .loader = &loader
+  LoaderRef(const data::DataLoader& loader) : loader_(&loader) {}           // NOLINT: .loader = loader
+  explicit operator bool() const { return loader_ != nullptr; }
+  const data::DataLoader& operator*() const { return *loader_; }
+  const data::DataLoader* operator->() const { return loader_; }
+  const data::DataLoader* get() const { return loader_; }
+
+ private:
+  const data::DataLoader* loader_;
+};
+
 /// What doctor looks at: the training split (as the model takes it), optionally a held-out
 /// split (its inputs for leakage, its targets for their label range) and the training loader
-/// (for shuffling). Named fields, in this order, for designated initializers:
+/// (for shuffling and its speed). Named fields, in this order, for designated initializers:
 ///   {.inputs = x, .targets = y, .holdout_inputs = xt, .holdout_targets = yt, .loader = &loader}
 struct DoctorData {
   Tensor inputs{};
   Tensor targets{};
   Tensor holdout_inputs{};
   Tensor holdout_targets{};
-  data::DataLoader* loader = nullptr;
+  LoaderRef loader{};
 };
 
 /// Options of doctor.
@@ -57,6 +74,10 @@ struct DoctorOptions {
   LRRangeOptions lr_range{};
   GradientStatsOptions gradients{};
   NonFiniteOptions nonfinite{};
+  /// Vanishing / exploding gradients across depth (model stage).
+  LayerGradientOptions layer_gradients{};
+  /// The loader as the bottleneck (training stage, when DoctorData::loader is given).
+  LoaderSpeedOptions loader_speed{};
   /// Run every stage even after a failure (default: stop at the first failed stage).
   bool keep_going = false;
 };

@@ -31,51 +31,16 @@ using detail::make;
 using detail::num;
 using detail::plural;
 
+using detail::check_batch;
+
 namespace {
-
 constexpr Stage kModel = Stage::Model;
+}  // namespace
 
-void check_batch(const char* op, const Tensor& inputs) {
-  GRADLAB_CHECK(inputs.defined() && inputs.dim() >= 1 && inputs.size(0) > 0, ShapeError, op,
-                "inputs must be a batch [B, ...]", "[B, ...] with B >= 1",
-                inputs.defined() ? shape_str(inputs.sizes()) : std::string("undefined"));
-}
+// ---- graph patterns (shared through internal.hpp) ------------------------------------------------
 
-// Forward hooks on every module of a model for one scope (removed on exit).
-class HookScope {
- public:
-  HookScope(nn::Module& root, const nn::ForwardHook& hook) {
-    add(root, "", hook);
-    for (auto& [name, m] : root.named_modules()) add(*m, name, hook);
-  }
-  ~HookScope() {
-    for (auto& [m, h] : handles_) m->remove_forward_hook(h);
-  }
-  HookScope(const HookScope&) = delete;
-  HookScope& operator=(const HookScope&) = delete;
-  /// The dotted name of a hooked module ("" for the root).
-  const std::string& name_of(const nn::Module* m) const { return names_.at(m); }
+namespace detail {
 
- private:
-  void add(nn::Module& m, const std::string& name, const nn::ForwardHook& hook) {
-    handles_.emplace_back(&m, m.register_forward_hook(hook));
-    names_[&m] = name;
-  }
-  std::vector<std::pair<nn::Module*, unsigned>> handles_;
-  std::map<const nn::Module*, std::string> names_;
-};
-
-bool is_leaf_module(const nn::Module& m) { return m.named_children().empty(); }
-
-// ---- graph patterns --------------------------------------------------------------------------
-
-// Whether n is a node of op struct OpT (by type: a display name is never a key).
-template <class OpT>
-bool is(const Node* n) {
-  return dynamic_cast<const OpT*>(n) != nullptr;
-}
-// The node behind input i of n, looking through broadcasts (a keepdim sum divided into a
-// tensor is expanded first: DivBackward0 <- ExpandBackward0 <- SumBackward1).
 Node* input_node(const Node* n, size_t i) {
   if (!n || i >= n->next_edges().size()) return nullptr;
   Node* m = n->next_edges()[i].fn.get();
@@ -83,12 +48,12 @@ Node* input_node(const Node* n, size_t i) {
   return m;
 }
 
-// softmax(x) = e / sum(e, dim, keepdim), e = exp(x - max): DivBackward0(ExpBackward0, SumBackward1(same Exp)).
+// softmax: DivBackward0(ExpBackward0, SumBackward1(same Exp)).
 bool is_softmax(const Node* n) {
   return is<ops_detail::Div>(n) && is<ops_detail::Exp>(input_node(n, 0)) && is<ops_detail::Sum<false>>(input_node(n, 1)) &&
          input_node(input_node(n, 1), 0) == input_node(n, 0);
 }
-// log_softmax(x) = x - logsumexp(x) = x - (log(sum(exp(x - m))) + m):
+// log_softmax(x) = x - (log(sum(exp(x - m))) + m):
 // SubBackward0(x, AddBackward0(LogBackward0(SumBackward1(ExpBackward0)), m detached)).
 bool is_log_softmax(const Node* n) {
   const Node* add = input_node(n, 1);
@@ -113,7 +78,23 @@ std::vector<Node*> reachable(const Tensor& root) {
   return order;
 }
 
-}  // namespace
+std::string op_at(const std::string& op, const Node* n, const Site& given) {
+  if (n->site.in_library()) return op + " " + user_site(n, given);
+  std::string s = op + " at " + n->site.str();
+  if (n->module_site.known() && n->module_site.str() != n->site.str())
+    s += ", inside a module called at " + n->module_site.str();
+  return s;
+}
+
+}  // namespace detail
+
+using detail::HookScope;
+using detail::input_node;
+using detail::is;
+using detail::is_leaf_module;
+using detail::is_log_softmax;
+using detail::is_softmax;
+using detail::reachable;
 
 // ---- output shape ------------------------------------------------------------------------------
 
@@ -210,7 +191,11 @@ Finding check_gradient_flow(const Model& model, const Loss& loss, const Tensor& 
 
 // ---- activations -------------------------------------------------------------------------------
 
+// One layer's statistics from its output y [B, ...]: every LayerStats, a module's or a
+// functional activation's, is built here. `type` says what is measured: "ReLU" dead units,
+// "Tanh" / "Sigmoid" saturation; every layer gets a histogram of its output.
 LayerStats layer_stats(std::string name, std::string type, const Tensor& y) {
+  NoGradGuard no_grad;
   LayerStats s;
   s.name = std::move(name);
   s.type = std::move(type);
@@ -231,19 +216,66 @@ LayerStats layer_stats(std::string name, std::string type, const Tensor& y) {
   return s;
 }
 
+namespace {
+
+// A functional activation's node: its op name, the module type it matches, and its output
+// (these ops save y for backward). type is null for other nodes.
+struct GraphActivation {
+  const char* op = nullptr;
+  const char* type = nullptr;
+  Tensor y;
+};
+GraphActivation graph_activation(const Node* n) {
+  // NOTE: unpack() throws when y was modified in place after the op (then it is not measured).
+  try {
+    if (auto* r = dynamic_cast<const ops_detail::Relu*>(n)) return {"relu", "ReLU", r->y_.unpack()};
+    if (auto* t = dynamic_cast<const ops_detail::Tanh*>(n)) return {"tanh", "Tanh", t->y_.unpack()};
+    if (auto* g = dynamic_cast<const ops_detail::Sigmoid*>(n)) return {"sigmoid", "Sigmoid", g->y_.unpack()};
+  } catch (const Error&) {
+  }
+  return {};
+}
+
+}  // namespace
+
 std::vector<LayerStats> activation_stats(const Model& model, const Tensor& inputs) {
   check_batch("diagnose::activation_stats", inputs);
-  std::vector<LayerStats> out;
-  std::vector<std::pair<nn::Module*, Tensor>> seen;
+  // One forward with the graph recorded: leaf modules are read by forward hooks, and activations
+  // called as functions (gl::relu(fc1(x)) in a forward) by their graph nodes. A module's own
+  // activation (nn::ReLU) is a graph node too: its output's grad_fn marks it as seen. (A custom
+  // leaf module ending in gl::relu is not an activation module: its relu is measured as well.)
+  std::vector<std::pair<uint64_t, LayerStats>> layers;  // (creation order, stats)
+  std::map<const Node*, std::string> by_module;          // output node -> module type
+  EnableGradGuard grad;
+  const Tensor x = inputs.is_floating_point() ? inputs.detach().requires_grad_(true) : inputs;
+  Tensor out;
   {
+    std::vector<std::pair<nn::Module*, Tensor>> seen;
     HookScope hooks(*model.module, [&](nn::Module& m, const Tensor& y) {
-      if (is_leaf_module(m) && y.defined() && y.is_floating_point()) seen.emplace_back(&m, y.detach());
+      if (is_leaf_module(m) && y.defined() && y.is_floating_point()) seen.emplace_back(&m, y);
     });
-    NoGradGuard no_grad;
-    model(inputs);
-    for (auto& [m, y] : seen) out.push_back(layer_stats(hooks.name_of(m), m->name(), y));
+    out = model(x);
+    uint64_t order = 0;
+    for (auto& [m, y] : seen) {
+      if (y.grad_fn()) {
+        order = y.grad_fn()->sequence_nr();
+        by_module[y.grad_fn().get()] = m->name();
+      }
+      layers.emplace_back(order, layer_stats(hooks.name_of(m), m->name(), y));
+    }
   }
-  return out;
+  for (const Node* n : reachable(out)) {
+    const GraphActivation a = graph_activation(n);
+    if (!a.type || !a.y.defined() || !a.y.is_floating_point()) continue;
+    if (auto it = by_module.find(n); it != by_module.end() && it->second == a.type) continue;
+    LayerStats s = layer_stats(detail::op_at(a.op, n, model.site), a.type, a.y);
+    s.functional = true;
+    layers.emplace_back(n->sequence_nr(), std::move(s));
+  }
+  std::stable_sort(layers.begin(), layers.end(), [](const auto& l, const auto& r) { return l.first < r.first; });
+  std::vector<LayerStats> result;
+  for (auto& [order, s] : layers) result.push_back(std::move(s));
+  return result;
 }
 
 Finding check_activations(const Model& model, const Tensor& inputs, const ActivationOptions& options) {
@@ -254,7 +286,7 @@ Finding check_activations(const std::vector<LayerStats>& layers, const Activatio
   Finding f = make(kModel, "activations", Verdict::Ok, "");
   std::vector<std::string> bad;
   for (const LayerStats& s : layers) {
-    const std::string label = "'" + s.name + "' (" + s.type + ")";
+    const std::string label = s.functional ? s.name : "'" + s.name + "' (" + s.type + ")";
     std::string line = label + " " + shape_str(s.shape) + ": mean " + num(s.mean, 3) + ", std " + num(s.std, 3);
     // One fraction per activation kind, judged alike: above max fail, above max / 2 warn.
     auto judge = [&](const char* key, double frac, double max, const char* shown, const char* why) {
@@ -275,7 +307,9 @@ Finding check_activations(const std::vector<LayerStats>& layers, const Activatio
             "of its outputs are saturated (gradient ~0)");
     f.evidence += (f.evidence.empty() ? "" : "\n") + line;
   }
-  if (layers.empty()) f.evidence = "no module forward was seen (hooks need holders or Sequential: fc(x), not fc->forward(x))";
+  if (layers.empty())
+    f.evidence = "no module forward and no relu / tanh / sigmoid was seen (hooks need holders or Sequential: fc(x), "
+                 "not fc->forward(x))";
   if (!bad.empty()) {
     std::string head;
     for (const auto& b : bad) head += b + "\n";
@@ -510,7 +544,9 @@ std::vector<Finding> check_model(const Model& model, const Loss& loss, const Ten
     if (out.back().failed()) return out;  // the other checks would fail on the shape alone
   }
   out.push_back(check_loss_pairing(model, loss, inputs, targets));
+  out.push_back(check_loss_floor(model, loss, inputs, targets));
   out.push_back(check_gradient_flow(model, loss, inputs, targets, optimizer));
+  out.push_back(check_layer_gradients(model, loss, inputs, targets, options.layer_gradients));
   out.push_back(check_initial_loss(model, loss, inputs, targets));
   std::vector<LayerStats> stats = activation_stats(model, inputs);
   out.push_back(check_activations(stats, options.activations));

@@ -32,10 +32,15 @@ Finding check_output_shape(const Model& model, const Tensor& inputs, const Shape
 Finding check_gradient_flow(const Model& model, const Loss& loss, const Tensor& inputs,
                             const Tensor& targets, const optim::Optimizer* optimizer = nullptr);
 
-/// Statistics of one layer's output on a batch, from a forward hook.
+/// Statistics of one layer's output on a batch: a leaf module's (from a forward hook) or a
+/// functional relu / tanh / sigmoid's (from its node in the recorded graph).
 struct LayerStats {
-  std::string name;  ///< dotted module name, e.g. "1"
-  std::string type;  ///< module type, e.g. "ReLU"
+  /// Dotted module name, e.g. "1"; for a functional activation its op and call site, e.g.
+  /// "relu at net.cpp:14 (in forward), inside a module called at main.cpp:30 (in main)".
+  std::string name;
+  std::string type;  ///< module type, e.g. "ReLU" (a functional relu is a "ReLU" too)
+  /// Measured from a graph node (gl::relu(x) in a forward), not from a module.
+  bool functional = false;
   Shape shape;
   double mean = 0, std = 0;
   /// ReLU: the fraction of units (positions of one sample's output, e.g. the 128 features of a
@@ -58,7 +63,10 @@ struct ActivationOptions {
   double max_saturated_fraction = 0.5;  ///< saturated tanh/sigmoid outputs above this: fail
 };
 
-/// Forward hooks on every leaf module record its output statistics (one forward, no grad).
+/// One forward with the graph recorded: forward hooks on every leaf module record its output
+/// statistics, and relu / tanh / sigmoid called as functions (gl::relu(fc1(x)) in a custom
+/// forward) are read from their graph nodes (a module's own activation is counted once). In
+/// forward order.
 std::vector<LayerStats> activation_stats(const Model& model, const Tensor& inputs);
 /// activation_stats judged: fail when a ReLU layer has more dead units or a tanh/sigmoid layer
 /// more saturated outputs than allowed; metrics per layer ("dead_<name>", "saturated_<name>").
@@ -89,19 +97,62 @@ Finding check_initial_loss(const Model& model, const Loss& loss, const Tensor& i
 /// the model's modules is that activation.
 Finding check_loss_pairing(const Model& model, const Loss& loss, const Tensor& inputs, const Tensor& targets);
 
+/// Gradient scale per layer, from one backward at init.
+struct LayerGradient {
+  std::string name;  ///< dotted module name, e.g. "0"
+  std::string type;  ///< module type, e.g. "Linear"
+  /// ||dL/dy||: the gradient reaching the layer's output y (what backprop hands to the layer).
+  double output_grad_norm = 0;
+  /// ||dL/dW|| over the layer's own trainable parameters (0 when none got a gradient).
+  double param_grad_norm = 0;
+};
+
+/// Thresholds of check_layer_gradients, on r = ||dL/dy|| of the first layer / ||dL/dy|| of the
+/// last (symmetric: r or 1/r).
+struct LayerGradientOptions {
+  double warn_ratio = 1e2;  ///< r > warn_ratio or r < 1 / warn_ratio: warn
+  double fail_ratio = 1e4;  ///< r > fail_ratio or r < 1 / fail_ratio: fail
+};
+
+/// The gradient ||dL/dy|| that reaches the output y of every leaf module with trainable
+/// parameters (a layer), in forward order, from one forward + backward at init.
+std::vector<LayerGradient> layer_gradients(const Model& model, const Loss& loss, const Tensor& inputs,
+                                           const Tensor& targets);
+/// Vanishing or exploding gradients across depth: the ratio of the first layer's ||dL/dy|| to
+/// the last layer's (each layer scales the backward signal by about ||W|| times the activation's
+/// slope, so a deep stack multiplies it up or down geometrically) judged by `options`, and fail
+/// for a non-finite layer gradient. Measured at init (model stage): it is a property of the
+/// architecture and the init, before any optimizer step can blur it. Evidence lists the norms per
+/// layer; metrics "ratio", "layers", "grad_<name>".
+Finding check_layer_gradients(const Model& model, const Loss& loss, const Tensor& inputs, const Tensor& targets,
+                              const LayerGradientOptions& options = {});
+
+/// A loss floor set by the output activation, read from the recorded graph (as check_loss_pairing):
+/// a sigmoid / tanh / relu / softmax at the model's output bounds it, so the loss cannot reach
+/// its minimum. MSE: floor = mean over target elements of dist(y, range)^2 (regression targets
+/// 5..50 with a sigmoid output, negative targets with a relu output); targets on the asymptotes
+/// (one-hot 0/1 with sigmoid or softmax, ±1 with tanh) are reached only in the limit, with a
+/// vanishing gradient (warn). CrossEntropy on bounded logits [lo, hi]: floor
+/// ln(1 + (C - 1) e^-(hi - lo)) (sigmoid: 1.46 for 10 classes). BCEWithLogits on bounded logits:
+/// mean excess of the best logit in range over the unbounded best. The floor relative to a
+/// chance-level loss (Var(y) for MSE, ln C, ln 2): > 0.1 fail, > 0.01 warn. metrics "floor",
+/// "relative_floor" (when computable), "target_min", "target_max" (MSE).
+Finding check_loss_floor(const Model& model, const Loss& loss, const Tensor& inputs, const Tensor& targets);
+
 /// Options of check_model.
 struct ModelCheckOptions {
   /// Expected output shape for the batch (empty: not checked).
   Shape expected_output{};
   ActivationOptions activations{};
+  LayerGradientOptions layer_gradients{};
   /// Which sample check_batch_independence backpropagates.
   int64_t sample = 0;
 };
 
 /// Every model check on one batch, in this order: output shape (when expected_output is given),
-/// loss pairing, gradient flow, initial loss, activations, batch independence. `layers`, when
-/// given, receives the activation statistics the activations check judged (left empty when it
-/// did not run).
+/// loss pairing, loss floor, gradient flow, layer gradients, initial loss, activations, batch
+/// independence. `layers`, when given, receives the activation statistics the activations check
+/// judged (left empty when it did not run).
 std::vector<Finding> check_model(const Model& model, const Loss& loss, const Tensor& inputs,
                                  const Tensor& targets, const optim::Optimizer* optimizer = nullptr,
                                  const ModelCheckOptions& options = {},

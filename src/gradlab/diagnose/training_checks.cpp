@@ -3,6 +3,7 @@
 #include "gradlab/diagnose/training_checks.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -428,6 +429,71 @@ Finding watch_nonfinite(const Model& model, const Loss& loss, optim::Optimizer& 
   f.metrics["step"] = -1;
   f.evidence = std::to_string(options.steps) + " steps under anomaly mode: every input, loss, gradient and parameter "
                "stayed finite";
+  return f;
+}
+
+// ---- loader speed ----------------------------------------------------------------------------------
+
+Finding check_loader_speed(const Model& model, const Loss& loss, optim::Optimizer& optimizer,
+                           const data::DataLoader& loader, const LoaderSpeedOptions& options) {
+  GRADLAB_CHECK(options.batches >= 1, ValueError, "diagnose::check_loader_speed", "needs at least 1 timed batch",
+                ">= 1", std::to_string(options.batches));
+  GRADLAB_CHECK(options.max_wait_ratio > 0, ValueError, "diagnose::check_loader_speed",
+                "max_wait_ratio must be positive", "> 0", num(options.max_wait_ratio));
+  RestoreGuard restore(model, optimizer, options.restore);
+  const std::unique_ptr<data::DataLoader> reader = detail::replica(loader);
+  using Clock = std::chrono::steady_clock;
+  auto ms = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
+  std::vector<double> waits, steps;
+  bool unlabelled = false;
+  int64_t k = 0;
+  Clock::time_point asked = Clock::now();
+  for (auto it = reader->begin(); it != reader->end() && k <= options.batches; ++it, ++k) {
+    const Clock::time_point got = Clock::now();
+    const data::Batch& b = *it;
+    if (!b.target.defined()) {
+      unlabelled = true;
+      break;
+    }
+    train_step(model, loss, optimizer, b.data, b.target);
+    const Clock::time_point done = Clock::now();
+    if (k > 0) {  // batch 0 is the warm-up
+      waits.push_back(ms(asked, got));
+      steps.push_back(ms(got, done));
+    }
+    asked = Clock::now();
+  }
+  const size_t workers = loader.options().num_workers_;
+  Finding f = make(kTraining, "loader_speed", Verdict::Ok, "");
+  f.metrics["num_workers"] = static_cast<double>(workers);
+  f.metrics["batches"] = static_cast<double>(waits.size());
+  if (unlabelled || waits.empty()) {
+    f.evidence = unlabelled ? "the loader's batches have no targets: no training step to time"
+                            : "the loader has fewer than 2 batches left in this epoch: nothing to time";
+    return f;
+  }
+  // Medians: one batch delayed by the machine (another process, a page fault) does not decide.
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t m = v.size() / 2;
+    return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+  };
+  const double wait = median(waits), step = median(steps);
+  const double ratio = step > 0 ? wait / step : (wait > 0 ? std::numeric_limits<double>::infinity() : 0.0);
+  f.metrics["wait_ms"] = wait;
+  f.metrics["step_ms"] = step;
+  f.metrics["wait_ratio"] = ratio;
+  f.evidence = "over " + detail::plural(static_cast<int64_t>(waits.size()), "batch") + " (num_workers " +
+               std::to_string(workers) + "): waiting for a batch took a median " + num(wait, 3) +
+               " ms, a training step (forward, backward, " + optimizer.name() + " step) " + num(step, 3) +
+               " ms: the wait is " + num(ratio, 3) + "x the step";
+  if (ratio > options.max_wait_ratio) {
+    f.verdict = Verdict::Warn;
+    f.evidence += " (the model idles, waiting for data)";
+    f.hint = "raise num_workers (now " + std::to_string(workers) +
+             ") so batches are prepared while the model trains, move decoding out of get() (decode once, keep the "
+             "tensors in memory), or give the dataset a get_batch (one call per batch)";
+  }
   return f;
 }
 

@@ -15,6 +15,7 @@
 
 #include "gradlab/core/state_dict.hpp"
 #include "gradlab/core/tensor.hpp"
+#include "gradlab/data/dataloader.hpp"
 #include "gradlab/diagnose/finding.hpp"
 #include "gradlab/diagnose/model.hpp"
 #include "gradlab/optim/optimizer.hpp"
@@ -128,5 +129,24 @@ struct NonFiniteOptions {
 /// 2 backward, 3 update).
 Finding watch_nonfinite(const Model& model, const Loss& loss, optim::Optimizer& optimizer,
                         const Tensor& inputs, const Tensor& targets, const NonFiniteOptions& options = {});
+
+/// Options of check_loader_speed.
+struct LoaderSpeedOptions {
+  /// Timed batches, after one warm-up batch (its wait includes starting the workers).
+  int64_t batches = 8;
+  /// Median wait for a batch / median training step above this: warn.
+  double max_wait_ratio = 0.5;
+  bool restore = true;
+};
+
+/// The data loader as the bottleneck: reads batches from a replica of `loader` (the loader
+/// itself does not move; a const loader works) and trains on each with the user's optimizer,
+/// timing the wait for the next batch and the step (forward, backward, optimizer step) apart.
+/// warn when the median wait exceeds max_wait_ratio times the median step (the model idles,
+/// waiting for data), with a num_workers hint; never fail (speed, not correctness). Medians over
+/// several batches and a wide margin keep the verdict stable on a loaded machine. metrics
+/// "wait_ms", "step_ms", "wait_ratio", "batches", "num_workers".
+Finding check_loader_speed(const Model& model, const Loss& loss, optim::Optimizer& optimizer,
+                           const data::DataLoader& loader, const LoaderSpeedOptions& options = {});
 
 }  // namespace gradlab::diagnose
