@@ -63,7 +63,9 @@ struct Match {
   std::string why;                       ///< why not found (empty when found)
 };
 
-inline bool contains(const std::string& s, const std::string& w) { return s.find(w) != std::string::npos; }
+inline bool contains(const std::string& s, const std::string& w) {
+  return s.find(w) != std::string::npos;
+}
 
 /// Judges a report against a row. keep_going says how doctor ran: without it a failing row must
 /// stop at its stage; with it every later finding that is not ok must be deferred to an earlier
@@ -83,12 +85,14 @@ inline Match match(const dg::Report& r, const Expect& e, bool keep_going) {
   if (!m.finding) return miss(dg::to_string(e.stage) + "/" + e.check + " did not run");
   const dg::Finding& f = *m.finding;
   if (f.verdict != e.verdict)
-    return miss(dg::to_string(e.stage) + "/" + e.check + " is " + dg::to_string(f.verdict) + ", expected " +
-                dg::to_string(e.verdict));
+    return miss(dg::to_string(e.stage) + "/" + e.check + " is " + dg::to_string(f.verdict) +
+                ", expected " + dg::to_string(e.verdict));
   for (const std::string& w : e.words)
-    if (!contains(f.evidence, w) && !contains(f.hint, w)) return miss("the finding does not say '" + w + "'");
+    if (!contains(f.evidence, w) && !contains(f.hint, w))
+      return miss("the finding does not say '" + w + "'");
   for (dg::Stage s : {dg::Stage::Data, dg::Stage::Model, dg::Stage::Training})
-    if (s < e.stage && r.has_failure(s)) return miss("an earlier stage failed first: " + dg::to_string(s));
+    if (s < e.stage && r.has_failure(s))
+      return miss("an earlier stage failed first: " + dg::to_string(s));
   std::vector<std::string> banned = e.not_words;
   if (e.stage != dg::Stage::Training && e.verdict == dg::Verdict::Fail)
     banned.insert(banned.end(), knock_on_blame().begin(), knock_on_blame().end());

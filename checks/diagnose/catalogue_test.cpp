@@ -4,17 +4,15 @@
 //   catalogue: found N of N planted bugs, 0 false alarms on M healthy setups
 // Adding a bug is one entry in bugs() below.
 
+#include "diagnose/catalogue.hpp"
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <limits>
 #include <map>
 
-#include "diagnose/catalogue.hpp"
-
 using namespace diagnose_catalogue;
-using ::testing::Not;
 
 namespace {
 
@@ -46,11 +44,13 @@ Tensor planted(const Tensor& x, int64_t row, int64_t col, double v) {
 }
 
 // The rows of (x, y) whose label passes keep(label, running count of that label).
-std::pair<Tensor, Tensor> subsample(const Tensor& x, const Tensor& y, const std::function<bool(int64_t, int64_t)>& keep) {
+std::pair<Tensor, Tensor> subsample(const Tensor& x, const Tensor& y,
+                                    const std::function<bool(int64_t, int64_t)>& keep) {
   std::vector<int64_t> idx, seen(10, 0);
   const std::vector<int64_t> labels = y.to_vector<int64_t>();
   for (size_t i = 0; i < labels.size(); ++i)
-    if (keep(labels[i], seen[static_cast<size_t>(labels[i])]++)) idx.push_back(static_cast<int64_t>(i));
+    if (keep(labels[i], seen[static_cast<size_t>(labels[i])]++))
+      idx.push_back(static_cast<int64_t>(i));
   const Tensor order = gl::from_vector(idx, {static_cast<int64_t>(idx.size())});
   return {gl::index_select(x, 0, order), gl::index_select(y, 0, order)};
 }
@@ -93,15 +93,17 @@ nn::Sequential dropout_mlp() {
 }
 nn::Sequential cnn(int64_t in_channels = 1) {
   gl::manual_seed(3);
-  return nn::Sequential(nn::Conv2d(nn::Conv2dOptions(in_channels, 8, 3).padding(1)), nn::BatchNorm2d(8), nn::ReLU(),
-                        nn::MaxPool2d(2), nn::Flatten(), nn::Linear(8 * 4 * 4, 10));
+  return nn::Sequential(nn::Conv2d(nn::Conv2dOptions(in_channels, 8, 3).padding(1)),
+                        nn::BatchNorm2d(8), nn::ReLU(), nn::MaxPool2d(2), nn::Flatten(),
+                        nn::Linear(8 * 4 * 4, 10));
 }
 nn::Sequential regressor() {
   gl::manual_seed(4);
   return nn::Sequential(nn::Linear(64, 64), nn::ReLU(), nn::Linear(64, 1));
 }
 
-// Reads each 8x8 digit as 8 steps of 8 features: LSTM(8, 32) -> last hidden state -> Linear(32, 10).
+// Reads each 8x8 digit as 8 steps of 8 features: LSTM(8, 32) -> last hidden state -> Linear(32,
+// 10).
 struct LstmClassifierImpl : nn::Module {
   nn::LSTM lstm{nullptr};
   nn::Linear fc{nullptr};
@@ -179,16 +181,19 @@ struct OpAtZeroImpl : nn::Module {
   Tensor forward(const Tensor& x) {
     const Tensor h = fc1(x);
     switch (op) {
-      case AtZero::kLog: return fc2(gl::log(gl::relu(h)));
-      case AtZero::kSqrt: return fc2(gl::sqrt(gl::relu(h)));
-      case AtZero::kSqrtZero: break;
+      case AtZero::kLog:
+        return fc2(gl::log(gl::relu(h)));
+      case AtZero::kSqrt:
+        return fc2(gl::sqrt(gl::relu(h)));
+      case AtZero::kSqrtZero:
+        break;
     }
     return fc2(gl::sqrt(h * h));
   }
 };
 GRADLAB_MODULE(OpAtZero);
 
-// Scales (or shifts) the parameter `name` of m in place, as a planted init bug.
+// The parameter `name` of net scaled (w * scale + shift) in place: a planted init bug.
 template <class H>
 H with_param(H net, const std::string& name, double scale, double shift = 0) {
   gl::NoGradGuard no_grad;
@@ -204,7 +209,7 @@ H with_param(H net, const std::string& name, double scale, double shift = 0) {
 
 template <class Opt, class O>
 Scenario make_setup(dg::Model model, dg::Loss loss, const O& opt_options, Tensor x, Tensor y,
-                 dg::DoctorOptions o = with_stats(), Tensor holdout = {}) {
+                    dg::DoctorOptions o = with_stats(), Tensor holdout = {}) {
   auto opt = std::make_shared<Opt>(model.module->parameters(), opt_options);
   Scenario s{std::move(model), std::move(loss), std::move(opt)};
   s.data = {std::move(x), std::move(y), std::move(holdout)};
@@ -212,32 +217,34 @@ Scenario make_setup(dg::Model model, dg::Loss loss, const O& opt_options, Tensor
   return s;
 }
 // The digits classification setup with SGD: model on (x, y), the test split as held-out inputs.
-Scenario sgd(dg::Model model, double lr, Tensor x = train_x(), Tensor y = train_y(), dg::DoctorOptions o = with_stats(),
-          dg::Loss loss = nn::CrossEntropyLoss()) {
-  return make_setup<gl::optim::SGD>(std::move(model), std::move(loss), gl::optim::SGDOptions(lr), std::move(x),
-                                    std::move(y), std::move(o), test_x());
+Scenario sgd(dg::Model model, double lr, Tensor x = train_x(), Tensor y = train_y(),
+             dg::DoctorOptions o = with_stats(), dg::Loss loss = nn::CrossEntropyLoss()) {
+  return make_setup<gl::optim::SGD>(std::move(model), std::move(loss), gl::optim::SGDOptions(lr),
+                                    std::move(x), std::move(y), std::move(o), test_x());
 }
-Scenario adam(dg::Model model, double lr, Tensor x = train_x(), Tensor y = train_y(), dg::DoctorOptions o = with_stats()) {
-  return make_setup<gl::optim::Adam>(std::move(model), nn::CrossEntropyLoss(), gl::optim::AdamOptions(lr),
-                                     std::move(x), std::move(y), std::move(o), test_x());
+Scenario adam(dg::Model model, double lr, Tensor x = train_x(), Tensor y = train_y(),
+              dg::DoctorOptions o = with_stats()) {
+  return make_setup<gl::optim::Adam>(std::move(model), nn::CrossEntropyLoss(),
+                                     gl::optim::AdamOptions(lr), std::move(x), std::move(y),
+                                     std::move(o), test_x());
 }
 // Digits as images [N, 1, 8, 8] for the CNN.
 Scenario cnn_setup(nn::Sequential net, Tensor x = images(train_x())) {
-  return make_setup<gl::optim::SGD>(net, nn::CrossEntropyLoss(), gl::optim::SGDOptions(0.1), std::move(x), train_y(),
-                                    with_stats(), images(test_x()));
+  return make_setup<gl::optim::SGD>(net, nn::CrossEntropyLoss(), gl::optim::SGDOptions(0.1),
+                                    std::move(x), train_y(), with_stats(), images(test_x()));
 }
 // The ink regression with MSE.
 Scenario regression(dg::Model model, Tensor y = ink_target(raw_digits().train.data())) {
-  return make_setup<gl::optim::SGD>(std::move(model), nn::MSELoss(), gl::optim::SGDOptions(0.05), train_x(),
-                                    std::move(y), with_stats(), test_x());
+  return make_setup<gl::optim::SGD>(std::move(model), nn::MSELoss(), gl::optim::SGDOptions(0.05),
+                                    train_x(), std::move(y), with_stats(), test_x());
 }
 // Even digit or not, one logit and BCEWithLogitsLoss.
 Scenario binary(nn::Sequential net) {
   std::vector<double> even;
   for (int64_t c : train_y().to_vector<int64_t>()) even.push_back(c % 2 == 0 ? 1.0 : 0.0);
   const Tensor y = gl::from_vector(even, {static_cast<int64_t>(even.size()), 1}).to(gl::kFloat32);
-  return make_setup<gl::optim::SGD>(net, nn::BCEWithLogitsLoss(), gl::optim::SGDOptions(0.1), train_x(), y,
-                                    with_stats(), test_x());
+  return make_setup<gl::optim::SGD>(net, nn::BCEWithLogitsLoss(), gl::optim::SGDOptions(0.1),
+                                    train_x(), y, with_stats(), test_x());
 }
 nn::Sequential binary_net(bool sigmoid) {
   gl::manual_seed(6);
@@ -246,9 +253,11 @@ nn::Sequential binary_net(bool sigmoid) {
   return net;
 }
 
-// ---- the catalogue -------------------------------------------------------------------------------
+// ---- the catalogue
+// -------------------------------------------------------------------------------
 
-Expect fails(Stage stage, std::string check, std::vector<std::string> words, std::vector<std::string> not_words = {}) {
+Expect fails(Stage stage, std::string check, std::vector<std::string> words,
+             std::vector<std::string> not_words = {}) {
   return {stage, std::move(check), Verdict::Fail, std::move(words), std::move(not_words)};
 }
 Expect warns(Stage stage, std::string check, std::vector<std::string> words) {
@@ -275,9 +284,15 @@ const std::vector<Bug>& bugs() {
       {"nan_in_the_inputs", [] { return sgd(mlp(), 0.1, planted(train_x(), 17, 5, std::nan(""))); },
        fails(Stage::Data, "finite", {"inputs[17, 5] = nan", "drop or repair"})},
       {"inf_in_regression_targets",
-       [] { return regression(regressor(), planted(ink_target(raw_digits().train.data()), 3, 0, INFINITY)); },
+       [] {
+         return regression(regressor(),
+                           planted(ink_target(raw_digits().train.data()), 3, 0, INFINITY));
+       },
        fails(Stage::Data, "finite", {"targets[3, 0] = inf"})},
-      {"images_transposed", [] { return cnn_setup(cnn(), images(prepared(transpose_images(raw_digits().train.data())))); },
+      {"images_transposed",
+       [] {
+         return cnn_setup(cnn(), images(prepared(transpose_images(raw_digits().train.data()))));
+       },
        fails(Stage::Data, "input_stats", {"images transposed", "axis order"})},
       {"normalization_missing", [] { return sgd(mlp(), 0.1, raw_digits().train.data()); },
        fails(Stage::Data, "input_stats", {"normalization missing", "(x - mean) / std"})},
@@ -289,15 +304,19 @@ const std::vector<Bug>& bugs() {
        fails(Stage::Data, "input_stats", {"shifted by 128"})},
       {"channels_reversed_bgr",
        [] {
-         const Tensor bgr = gl::index_select(rgb(raw_digits().train.data()), 1, gl::from_vector(std::vector<int64_t>{2, 1, 0}, {3}));
+         const Tensor bgr = gl::index_select(rgb(raw_digits().train.data()), 1,
+                                             gl::from_vector(std::vector<int64_t>{2, 1, 0}, {3}));
          dg::DoctorOptions o;
          o.input_stats = rgb_stats();
-         return make_setup<gl::optim::SGD>(cnn(3), nn::CrossEntropyLoss(), gl::optim::SGDOptions(0.1),
-                                           rgb_prepared(bgr), train_y(), o);
+         return make_setup<gl::optim::SGD>(cnn(3), nn::CrossEntropyLoss(),
+                                           gl::optim::SGDOptions(0.1), rgb_prepared(bgr), train_y(),
+                                           o);
        },
        fails(Stage::Data, "input_stats", {"channels reversed", "BGR vs RGB"})},
       {"inputs_not_standardized_no_reference",
-       [] { return adam(mlp(), 1e-3, raw_digits().train.data() * 16.0, train_y(), dg::DoctorOptions{}); },
+       [] {
+         return adam(mlp(), 1e-3, raw_digits().train.data() * 16.0, train_y(), dg::DoctorOptions{});
+       },
        warns(Stage::Data, "input_stats", {"do not look standardized"})},
       {"test_rows_leaked_into_training",
        [] {
@@ -314,7 +333,8 @@ const std::vector<Bug>& bugs() {
          return s;
        },
        fails(Stage::Data, "loader_order", {"grouped by label", "shuffle(true)"})},
-      {"every_feature_constant", [] { return sgd(mlp(), 0.1, gl::zeros_like(train_x()), train_y(), dg::DoctorOptions{}); },
+      {"every_feature_constant",
+       [] { return sgd(mlp(), 0.1, gl::zeros_like(train_x()), train_y(), dg::DoctorOptions{}); },
        fails(Stage::Data, "constant_features", {"cannot tell the samples apart"})},
       {"a_class_missing_from_the_split",
        [] {
@@ -324,7 +344,8 @@ const std::vector<Bug>& bugs() {
        warns(Stage::Data, "label_balance", {"never seen: class 9"})},
       // -- model --
       {"a_layer_left_out_of_forward", [] { return sgd(LayerLeftOut(), 0.1); },
-       fails(Stage::Model, "gradient_flow", {"no gradient from the loss: fc2.weight, fc2.bias", "left out"})},
+       fails(Stage::Model, "gradient_flow",
+             {"no gradient from the loss: fc2.weight, fc2.bias", "left out"})},
       {"a_detach_in_forward", [] { return sgd(DetachInForward(), 0.1); },
        fails(Stage::Model, "gradient_flow", {"fc1.weight", "a detach()"})},
       {"an_unregistered_tensor_that_requires_grad", [] { return sgd(UnregisteredScale(), 0.1); },
@@ -339,7 +360,8 @@ const std::vector<Bug>& bugs() {
          s.optimizer = std::make_shared<gl::optim::SGD>(last, gl::optim::SGDOptions(0.1));
          return s;
        },
-       fails(Stage::Model, "gradient_flow", {"2 trainable parameters are not held by the optimizer", "0.weight"})},
+       fails(Stage::Model, "gradient_flow",
+             {"2 trainable parameters are not held by the optimizer", "0.weight"})},
       {"every_weight_frozen",
        [] {
          nn::Sequential net = mlp();
@@ -350,26 +372,33 @@ const std::vector<Bug>& bugs() {
       {"softmax_before_cross_entropy",
        [] {
          gl::manual_seed(1);
-         return sgd(nn::Sequential(nn::Linear(64, 128), nn::ReLU(), nn::Linear(128, 10), nn::Softmax(1)), 0.1);
+         return sgd(
+             nn::Sequential(nn::Linear(64, 128), nn::ReLU(), nn::Linear(128, 10), nn::Softmax(1)),
+             0.1);
        },
        fails(Stage::Model, "loss_pairing", {"softmax", "applies log_softmax itself"})},
       {"log_softmax_before_cross_entropy",
        [] {
          gl::manual_seed(1);
-         return sgd(nn::Sequential(nn::Linear(64, 128), nn::ReLU(), nn::Linear(128, 10), nn::LogSoftmax(1)), 0.1);
+         return sgd(nn::Sequential(nn::Linear(64, 128), nn::ReLU(), nn::Linear(128, 10),
+                                   nn::LogSoftmax(1)),
+                    0.1);
        },
        warns(Stage::Model, "loss_pairing", {"log_softmax", "redundant"})},
       {"sigmoid_before_bce_with_logits", [] { return binary(binary_net(true)); },
        fails(Stage::Model, "loss_pairing", {"sigmoid", "applies sigmoid itself"})},
-      {"raw_logits_into_nll_loss", [] { return sgd(mlp(), 0.1, train_x(), train_y(), with_stats(), nn::NLLLoss()); },
+      {"raw_logits_into_nll_loss",
+       [] { return sgd(mlp(), 0.1, train_x(), train_y(), with_stats(), nn::NLLLoss()); },
        fails(Stage::Model, "loss_pairing", {"expects log-probabilities", "log_softmax(dim=1)"})},
       {"cnn_head_without_flatten",
        [] {
          gl::manual_seed(3);
-         return cnn_setup(nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 8, 3).padding(1)), nn::BatchNorm2d(8), nn::ReLU(),
-                                         nn::MaxPool2d(2), nn::Conv2d(8, 10, 4)));
+         return cnn_setup(nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 8, 3).padding(1)),
+                                         nn::BatchNorm2d(8), nn::ReLU(), nn::MaxPool2d(2),
+                                         nn::Conv2d(8, 10, 4)));
        },
-       fails(Stage::Model, "output_shape", {"output [64, 10, 1, 1]", "expected [64, 10]", "flatten"})},
+       fails(Stage::Model, "output_shape",
+             {"output [64, 10, 1, 1]", "expected [64, 10]", "flatten"})},
       {"lstm_batch_first_forgotten", [] { return adam(LstmClassifier(false), 1e-2); },
        fails(Stage::Model, "output_shape", {"output [8, 10]", "expected [64, 10]"})},
       {"regression_output_b_1_against_targets_b",
@@ -377,39 +406,51 @@ const std::vector<Bug>& bugs() {
        fails(Stage::Model, "output_shape", {"output [64, 1]", "expected [64]"})},
       {"a_reshape_mixes_the_batch", [] { return sgd(ReshapeMixesBatch(), 0.1); },
        fails(Stage::Model, "batch_independence", {"the samples mix", "moves the batch dim"})},
-      {"dead_relu_from_a_large_negative_bias", [] { return sgd(with_param(mlp(), "0.bias", 0.0, -10.0), 0.1); },
+      {"dead_relu_from_a_large_negative_bias",
+       [] { return sgd(with_param(mlp(), "0.bias", 0.0, -10.0), 0.1); },
        fails(Stage::Model, "activations", {"'1' (ReLU): 100% of its units", "dead ReLU"})},
       {"saturated_tanh_from_a_huge_init_scale",
        [] {
          gl::manual_seed(1);
-         return sgd(with_param(nn::Sequential(nn::Linear(64, 128), nn::Tanh(), nn::Linear(128, 10)), "0.weight", 30.0), 0.1);
+         return sgd(with_param(nn::Sequential(nn::Linear(64, 128), nn::Tanh(), nn::Linear(128, 10)),
+                               "0.weight", 30.0),
+                    0.1);
        },
        fails(Stage::Model, "activations", {"'1' (Tanh)", "saturated (gradient ~0)"})},
-      {"overconfident_init_last_layer_x100", [] { return sgd(with_param(mlp(), "2.weight", 100.0), 0.1); },
+      {"overconfident_init_last_layer_x100",
+       [] { return sgd(with_param(mlp(), "2.weight", 100.0), 0.1); },
        fails(Stage::Model, "initial_loss", {"confident and wrong"})},
       {"log_of_zero_in_forward", [] { return sgd(OpAtZero(AtZero::kLog), 0.1); },
        fails(Stage::Model, "initial_loss", {"not finite", "log(0)"})},
       // -- training --
       {"sgd_lr_far_too_large", [] { return sgd(mlp(), 8.0); },
-       fails(Stage::Training, "overfit_one_batch", {"rising loss", "the LR is too large (8)"}, {"capacity"})},
+       fails(Stage::Training, "overfit_one_batch", {"rising loss", "the LR is too large (8)"},
+             {"capacity"})},
       {"sgd_lr_far_too_small", [] { return sgd(mlp(), 1e-5); },
-       fails(Stage::Training, "overfit_one_batch", {"flat loss", "the LR is too small (1e-05)"}, {"capacity"})},
+       fails(Stage::Training, "overfit_one_batch", {"flat loss", "the LR is too small (1e-05)"},
+             {"capacity"})},
       {"lr_zero", [] { return sgd(mlp(), 0.0); },
        fails(Stage::Training, "overfit_one_batch", {"flat loss", "the LR is 0"}, {"raise it 10x"})},
       {"adam_lr_far_too_large", [] { return adam(mlp(), 1.0); },
-       fails(Stage::Training, "lr_range", {"the optimizer's lr is 1", "past the point where the loss blows up"})},
+       fails(Stage::Training, "lr_range",
+             {"the optimizer's lr is 1", "past the point where the loss blows up"})},
       {"sgd_momentum_lr_past_divergence",
        [] {
          Scenario s = sgd(mlp(), 3.0);
-         s.optimizer = std::make_shared<gl::optim::SGD>(s.model.module->parameters(), gl::optim::SGDOptions(3.0).momentum(0.9));
+         s.optimizer = std::make_shared<gl::optim::SGD>(s.model.module->parameters(),
+                                                        gl::optim::SGDOptions(3.0).momentum(0.9));
          return s;
        },
-       fails(Stage::Training, "gradient_stats", {"of its size", "updates as large as the weights"})},
+       fails(Stage::Training, "gradient_stats",
+             {"of its size", "updates as large as the weights"})},
       {"sqrt_at_zero_infinite_in_backward", [] { return sgd(OpAtZero(AtZero::kSqrt), 0.1); },
-       fails(Stage::Training, "nonfinite_watch", {"step 0: anomaly detected in backward", "SqrtBackward0", "before any update"},
+       fails(Stage::Training, "nonfinite_watch",
+             {"step 0: anomaly detected in backward", "SqrtBackward0", "before any update"},
              {"LR is too large", "lower it 10x", "lower the LR", "past the point"})},
-      {"sqrt_of_a_square_at_zero_nan_gradient", [] { return sgd(OpAtZero(AtZero::kSqrtZero), 0.1); },
-       fails(Stage::Model, "batch_independence", {"not finite", "cannot be judged", "sqrt or log at 0"})},
+      {"sqrt_of_a_square_at_zero_nan_gradient",
+       [] { return sgd(OpAtZero(AtZero::kSqrtZero), 0.1); },
+       fails(Stage::Model, "batch_independence",
+             {"not finite", "cannot be judged", "sqrt or log at 0"})},
   };
   return rows;
 }
@@ -424,7 +465,8 @@ const std::vector<Healthy>& healthy() {
       {"class_imbalanced_1_to_5",
        [] {
          // classes 5..9 keep every 5th sample: about 144 vs 29 per class
-         auto [x, y] = subsample(train_x(), train_y(), [](int64_t c, int64_t k) { return c < 5 || k % 5 == 0; });
+         auto [x, y] = subsample(train_x(), train_y(),
+                                 [](int64_t c, int64_t k) { return c < 5 || k % 5 == 0; });
          return sgd(mlp(), 0.1, x, y);
        }},
       {"adam_small_lr_1e-4", [] { return adam(mlp(), 1e-4); }},
@@ -433,7 +475,8 @@ const std::vector<Healthy>& healthy() {
   return rows;
 }
 
-// ---- results, the table and the summary ----------------------------------------------------------
+// ---- results, the table and the summary
+// ----------------------------------------------------------
 
 struct Result {
   std::string row;
@@ -453,8 +496,9 @@ class CatalogueSummary : public ::testing::Environment {
     int bugs_run = 0, found = 0, healthy_run = 0, alarms = 0;
     std::printf("\n%-45s %-6s %6s  %s\n", "row", "result", "s", "finding");
     for (const Result& r : results()) {
-      std::printf("%-45s %-6s %6.2f  %s\n", r.row.c_str(), r.healthy ? (r.ok ? "quiet" : "ALARM") : (r.ok ? "found" : "MISSED"),
-                  r.seconds, r.detail.c_str());
+      std::printf("%-45s %-6s %6.2f  %s\n", r.row.c_str(),
+                  r.healthy ? (r.ok ? "quiet" : "ALARM") : (r.ok ? "found" : "MISSED"), r.seconds,
+                  r.detail.c_str());
       if (r.healthy) {
         ++healthy_run;
         alarms += r.ok ? 0 : 1;
@@ -463,15 +507,20 @@ class CatalogueSummary : public ::testing::Environment {
         found += r.ok ? 1 : 0;
       }
     }
-    std::printf("catalogue: found %d of %d planted bugs, %d false alarm%s on %d healthy setups\n", found, bugs_run, alarms,
-                alarms == 1 ? "" : "s", healthy_run);
+    std::printf("catalogue: found %d of %d planted bugs, %d false alarm%s on %d healthy setups\n",
+                found, bugs_run, alarms, alarms == 1 ? "" : "s", healthy_run);
   }
 };
-[[maybe_unused]] ::testing::Environment* const summary = ::testing::AddGlobalTestEnvironment(new CatalogueSummary);
+[[maybe_unused]] ::testing::Environment* const summary =
+    ::testing::AddGlobalTestEnvironment(new CatalogueSummary);
 
 std::string one_line(const dg::Finding& f) {
   std::string s(1, '[');  // (built by append: GCC 12 warns falsely on "[" + std::string)
-  s.append(dg::to_string(f.verdict)).append("] ").append(dg::to_string(f.stage)).append("/").append(f.check);
+  s.append(dg::to_string(f.verdict))
+      .append("] ")
+      .append(dg::to_string(f.stage))
+      .append("/")
+      .append(f.check);
   s.append(": ").append(f.evidence, 0, f.evidence.find('\n'));
   if (s.size() > 150) s.resize(147), s.append("...");
   return s;
@@ -479,7 +528,8 @@ std::string one_line(const dg::Finding& f) {
 
 // CATALOGUE_REPORTS=1 prints every row's report (to read the wording of all findings).
 void show(const std::string& row, const dg::Report& r, const char* how) {
-  if (std::getenv("CATALOGUE_REPORTS")) std::printf("---- %s (%s)\n%s\n", row.c_str(), how, r.text().c_str());
+  if (std::getenv("CATALOGUE_REPORTS"))
+    std::printf("---- %s (%s)\n%s\n", row.c_str(), how, r.text().c_str());
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -528,7 +578,8 @@ TEST_P(CatalogueHealthy, RaisesNoWarnAndNoFail) {
   const std::vector<const dg::Finding*> alarms = false_alarms(r);
   EXPECT_TRUE(alarms.empty()) << "a warning on a healthy run is a defect:\n" << r;
   EXPECT_EQ(r.stages_run.size(), 3u) << r;
-  results().push_back({h.name, true, alarms.empty(), alarms.empty() ? "no warn, no fail" : one_line(*alarms.front()),
+  results().push_back({h.name, true, alarms.empty(),
+                       alarms.empty() ? "no warn, no fail" : one_line(*alarms.front()),
                        seconds_since(t0)});
 }
 
@@ -548,15 +599,18 @@ TEST(Catalogue, HasTwentyFiveBugsOverTheThreeStagesAndSixHealthySetups) {
   std::map<Stage, int> per_stage;
   for (const Bug& b : bugs()) ++per_stage[b.expect.stage];
   EXPECT_GE(bugs().size(), 25u);
-  for (Stage s : {Stage::Data, Stage::Model, Stage::Training}) EXPECT_GE(per_stage[s], 4) << dg::to_string(s);
+  for (Stage s : {Stage::Data, Stage::Model, Stage::Training})
+    EXPECT_GE(per_stage[s], 4) << dg::to_string(s);
   EXPECT_GE(healthy().size(), 6u);
 }
 
-// ---- the catalogue can fail: the matcher on wrong reports ----------------------------------------
+// ---- the catalogue can fail: the matcher on wrong reports
+// ----------------------------------------
 
 namespace {
 
-dg::Finding finding(Stage stage, std::string check, Verdict v, std::string evidence, std::string hint = {}) {
+dg::Finding finding(Stage stage, std::string check, Verdict v, std::string evidence,
+                    std::string hint = {}) {
   dg::Finding f;
   f.stage = stage;
   f.check = std::move(check);
@@ -579,12 +633,14 @@ TEST(CatalogueMatcher, NamesEachWayAReportCanMissARow) {
   EXPECT_THAT(match(absent, kShifted, false).why, HasSubstr("did not run"));
 
   dg::Report wrong_words;
-  wrong_words.add(finding(Stage::Data, "label_range", Verdict::Fail, "1 of 10 labels is outside", "check the labels"));
+  wrong_words.add(finding(Stage::Data, "label_range", Verdict::Fail, "1 of 10 labels is outside",
+                          "check the labels"));
   wrong_words.stopped_at = Stage::Data;
   EXPECT_THAT(match(wrong_words, kShifted, false).why, HasSubstr("does not say 'shifted by one'"));
 
   dg::Report right;
-  right.add(finding(Stage::Data, "label_range", Verdict::Fail, "labels span [1, 10]", "shifted by one: subtract 1"));
+  right.add(finding(Stage::Data, "label_range", Verdict::Fail, "labels span [1, 10]",
+                    "shifted by one: subtract 1"));
   right.stopped_at = Stage::Data;
   EXPECT_TRUE(match(right, kShifted, false).found);
   right.stopped_at.reset();  // found, but doctor went on without keep_going
@@ -592,10 +648,12 @@ TEST(CatalogueMatcher, NamesEachWayAReportCanMissARow) {
 
   // knock-on blame: with keep_going a later finding keeps its own hint blaming the LR
   dg::Report blame = right;
-  blame.add(finding(Stage::Training, "overfit_one_batch", Verdict::Fail, "loss 2.3 -> nan", "the LR is too large (0.1)"));
+  blame.add(finding(Stage::Training, "overfit_one_batch", Verdict::Fail, "loss 2.3 -> nan",
+                    "the LR is too large (0.1)"));
   EXPECT_THAT(match(blame, kShifted, true).why, HasSubstr("hint says 'LR'"));
   dg::Report undeferred = right;
-  undeferred.add(finding(Stage::Model, "initial_loss", Verdict::Warn, "loss at init 9", "normalize the inputs"));
+  undeferred.add(finding(Stage::Model, "initial_loss", Verdict::Warn, "loss at init 9",
+                         "normalize the inputs"));
   EXPECT_THAT(match(undeferred, kShifted, true).why, HasSubstr("not deferred"));
   undeferred.defer_to(1, undeferred.findings()[0]);
   EXPECT_TRUE(match(undeferred, kShifted, true).found) << match(undeferred, kShifted, true).why;
@@ -604,8 +662,9 @@ TEST(CatalogueMatcher, NamesEachWayAReportCanMissARow) {
   dg::Report earlier;
   earlier.add(finding(Stage::Data, "finite", Verdict::Fail, "nan"));
   earlier.add(finding(Stage::Model, "loss_pairing", Verdict::Fail, "softmax"));
-  EXPECT_THAT(match(earlier, {Stage::Model, "loss_pairing", Verdict::Fail, {"softmax"}, {}}, true).why,
-              HasSubstr("an earlier stage failed first"));
+  EXPECT_THAT(
+      match(earlier, {Stage::Model, "loss_pairing", Verdict::Fail, {"softmax"}, {}}, true).why,
+      HasSubstr("an earlier stage failed first"));
 
   dg::Report noisy;
   noisy.add(finding(Stage::Data, "finite", Verdict::Ok, "finite"));
