@@ -302,6 +302,17 @@ TEST(DiagnoseData, ConflictingDuplicatesAreWorse) {
   EXPECT_EQ(dg::check_duplicates(x2).verdict, dg::Verdict::Warn);
 }
 
+// Every row the same input: the inputs collapsed, which is not label noise (the labels may be fine).
+TEST(DiagnoseData, DuplicatesOfOneInputBlameTheInputsNotTheLabels) {
+  const gl::Tensor y = digits().train.targets();
+  const gl::Tensor x = gl::zeros({y.size(0), 64});
+  const dg::Finding f = dg::check_duplicates(x, y);
+  EXPECT_EQ(f.verdict, dg::Verdict::Fail) << f;
+  EXPECT_THAT(f.evidence, HasSubstr("rows hold only 1 distinct input"));
+  EXPECT_THAT(f.hint, HasSubstr("the inputs collapsed"));
+  EXPECT_THAT(f.hint, ::testing::Not(HasSubstr("label noise")));
+}
+
 TEST(DiagnoseData, DuplicatesRejectBadArguments) {
   EXPECT_THROW(dg::check_duplicates(gl::Tensor()), gl::ValueError);
   EXPECT_THROW(dg::check_duplicates(gl::zeros({4, 2}), gl::zeros({3})), gl::ShapeError);

@@ -303,3 +303,22 @@ TEST(Doctor, HeldOutTargetsAreCheckedForTheirLabelRange) {
   ASSERT_NE(good.find("holdout_label_range"), nullptr);
   EXPECT_TRUE(good.find("holdout_label_range")->ok()) << good;
 }
+
+TEST(Doctor, RegressionTargetsAreCheckedAsTargets) {
+  // an MSE regression (float targets [N, 1]) with one Inf target: one data/finite finding that
+  // names the targets, not the inputs
+  gl::manual_seed(4);
+  nn::Sequential net(nn::Linear(64, 16), nn::ReLU(), nn::Linear(16, 1));
+  gl::optim::SGD opt(net->parameters(), gl::optim::SGDOptions(0.05));
+  gl::Tensor y = gl::mean(digits().train.data(), {1}).reshape({-1, 1}).clone();
+  {
+    gl::NoGradGuard no_grad;
+    y.select(0, 3).fill_(INFINITY);
+  }
+  const dg::Report r = dg::doctor(net, nn::MSELoss(), opt, {digits().train.data(), y});
+  expect_stopped_at(r, dg::Stage::Data, "finite");
+  int finite = 0;
+  for (const dg::Finding& f : r.findings()) finite += f.check == "finite";
+  EXPECT_EQ(finite, 1) << r;
+  EXPECT_THAT(r.find("finite")->evidence, HasSubstr("1 of 1437 targets are not finite, the first targets[3, 0] = inf"));
+}

@@ -562,3 +562,26 @@ TEST(DiagnoseModel, LossFloorBoundedLogitsIntoCrossEntropyAndBCE) {
   EXPECT_EQ(paired.verdict, dg::Verdict::Ok) << paired;
   EXPECT_THAT(paired.evidence, HasSubstr("see loss_pairing"));
 }
+
+// Every parameter frozen: nothing can learn (not "every one of the 0 parameters gets a gradient").
+TEST(DiagnoseModel, GradientFlowFailsWhenNoParameterIsTrainable) {
+  nn::Sequential net = mlp();
+  gl::optim::SGD opt(net->parameters(), gl::optim::SGDOptions(0.1));
+  EXPECT_TRUE(dg::check_gradient_flow(net, nn::CrossEntropyLoss(), xb(), yb(), &opt).ok());
+  for (gl::Tensor& p : net->parameters()) p.requires_grad_(false);
+  const dg::Finding f = dg::check_gradient_flow(net, nn::CrossEntropyLoss(), xb(), yb(), &opt);
+  EXPECT_EQ(f.verdict, dg::Verdict::Fail) << f;
+  EXPECT_THAT(f.evidence, HasSubstr("no trainable parameter (4 parameters, all with requires_grad false)"));
+}
+
+// A NaN input gradient says nothing about mixing: the check says it cannot judge (and why), it
+// does not claim the samples mix.
+TEST(DiagnoseModel, BatchIndependenceWithANonFiniteGradient) {
+  nn::Sequential net = mlp();
+  dg::Model nan_grad(net.ptr(), [net](const gl::Tensor& x) { return net(gl::sqrt(x * 0.0)); });
+  const dg::Finding f = dg::check_batch_independence(nan_grad, xb());
+  EXPECT_EQ(f.verdict, dg::Verdict::Fail) << f;
+  EXPECT_THAT(f.evidence, HasSubstr("cannot be judged"));
+  EXPECT_THAT(f.evidence, ::testing::Not(HasSubstr("the samples mix")));
+  EXPECT_TRUE(dg::check_batch_independence(net, xb()).ok());
+}

@@ -45,6 +45,25 @@ struct OverflowingLayerImpl : nn::Module {
 };
 GRADLAB_MODULE(OverflowingLayer);
 
+// A hand-written |h| = sqrt(h * h) on a zero-initialized layer (h = 0): finite forward and loss, a
+// NaN gradient (inf * 0) at the very first backward.
+struct AbsOfZeroLayerImpl : nn::Module {
+  nn::Linear fc1{nullptr}, fc2{nullptr};
+  AbsOfZeroLayerImpl() {
+    gl::manual_seed(1);
+    fc1 = register_module("fc1", nn::Linear(64, 32));
+    fc2 = register_module("fc2", nn::Linear(32, 10));
+    gl::NoGradGuard no_grad;
+    fc1->weight.zero_();
+    fc1->bias.zero_();
+  }
+  gl::Tensor forward(const gl::Tensor& x) {
+    const gl::Tensor h = fc1(x);
+    return fc2(gl::sqrt(h * h));
+  }
+};
+GRADLAB_MODULE(AbsOfZeroLayer);
+
 }  // namespace
 
 TEST(DiagnoseTraining, OverfitOneBatchHealthyAndRestored) {
@@ -287,4 +306,54 @@ TEST(DiagnoseTraining, LoaderSpeedFindsASlowGet) {
 
   o.batches = 0;
   EXPECT_THROW(dg::check_loader_speed(net, nn::CrossEntropyLoss(), opt, loader, o), gl::ValueError);
+}
+
+// A NaN at the first step, before any update, comes from the model, not the LR: no training check
+// may tell to lower the LR then.
+TEST(DiagnoseTraining, ANonFiniteFirstStepIsNotBlamedOnTheLR) {
+  AbsOfZeroLayer net;
+  gl::optim::SGD opt(net->parameters(), gl::optim::SGDOptions(0.1));
+  const gl::Tensor x = digits().train.data(), y = digits().train.targets();
+  const dg::Finding o = dg::overfit_one_batch(net, nn::CrossEntropyLoss(), opt, xb(), yb());
+  const dg::Finding r = dg::lr_range_test(net, nn::CrossEntropyLoss(), opt, x, y).finding;
+  const dg::Finding g = dg::gradient_stats(net, nn::CrossEntropyLoss(), opt, x, y).finding;
+  const dg::Finding w = dg::watch_nonfinite(net, nn::CrossEntropyLoss(), opt, x, y);
+  EXPECT_THAT(o.evidence, HasSubstr("the first step already gives a non-finite gradient"));
+  EXPECT_THAT(r.evidence, HasSubstr("the first step of the sweep"));
+  EXPECT_THAT(g.evidence, HasSubstr("is not finite at step 0"));
+  EXPECT_THAT(w.evidence, HasSubstr("step 0: anomaly detected in backward"));
+  for (const dg::Finding* f : {&o, &r, &g, &w}) {
+    EXPECT_EQ(f->verdict, dg::Verdict::Fail) << *f;
+    EXPECT_THAT(f->hint, HasSubstr("before any update, so not the LR")) << *f;
+    EXPECT_THAT(f->hint, ::testing::Not(HasSubstr("lower"))) << *f;
+  }
+  // a NaN born later, after updates with a far too large LR, still names the LR
+  nn::Sequential m = mlp();
+  gl::optim::SGD big(m->parameters(), gl::optim::SGDOptions(50.0));
+  const dg::Finding late = dg::watch_nonfinite(m, nn::CrossEntropyLoss(), big, x, y);
+  EXPECT_EQ(late.verdict, dg::Verdict::Fail) << late;
+  EXPECT_GT(late.metric("step"), 0) << late;
+  EXPECT_THAT(late.hint, HasSubstr("lower it 10x"));
+}
+
+// LR 0 is named as such (raising it 10x would leave it 0); a small but working LR (Adam 1e-4) is
+// still falling after 200 steps: overfit_one_batch runs on (max_steps) and memorizes the batch.
+TEST(DiagnoseTraining, OverfitOneBatchNamesLRZeroAndRunsOnWhileStillFalling) {
+  nn::Sequential net = mlp();
+  gl::optim::SGD zero(net->parameters(), gl::optim::SGDOptions(0.0));
+  const dg::Finding z = dg::overfit_one_batch(net, nn::CrossEntropyLoss(), zero, xb(), yb());
+  EXPECT_EQ(z.verdict, dg::Verdict::Fail) << z;
+  EXPECT_THAT(z.hint, HasSubstr("the LR is 0"));
+  EXPECT_THAT(z.hint, ::testing::Not(HasSubstr("10x")));
+
+  gl::optim::Adam slow(net->parameters(), gl::optim::AdamOptions(1e-4));
+  const dg::Finding s = dg::overfit_one_batch(net, nn::CrossEntropyLoss(), slow, xb(), yb());
+  EXPECT_TRUE(s.ok()) << s;
+  EXPECT_GT(s.metric("steps_run"), 200) << s;
+  EXPECT_THAT(s.evidence, HasSubstr("of 200 (+ up to 800 while still falling) steps"));
+  dg::OverfitOptions no_more;
+  no_more.max_steps = 200;  // without running on, the same run is judged "still falling"
+  const dg::Finding cut = dg::overfit_one_batch(net, nn::CrossEntropyLoss(), slow, xb(), yb(), no_more);
+  EXPECT_EQ(cut.verdict, dg::Verdict::Fail) << cut;
+  EXPECT_EQ(cut.metric("symptom"), 3) << cut;
 }

@@ -558,6 +558,16 @@ Finding check_duplicates(const Tensor& inputs, const Tensor& targets, double war
   f.evidence = std::to_string(dup) + " of " + std::to_string(n) + rows + " an earlier row bit for bit (" +
                num(100 * fraction, 3) + "%), the first: row " + std::to_string(dup_pair.second) + " == row " +
                std::to_string(dup_pair.first);
+  // The inputs collapsed to a handful of distinct rows (a constant fill, a broadcast, a wrong
+  // column): their "conflicting" labels say nothing about the labels, the inputs are wrong.
+  const int64_t distinct = n - dup;
+  if (distinct * 100 <= n) {
+    f.evidence += "\nthe " + std::to_string(n) + " rows hold only " + plural(distinct, "distinct input");
+    f.verdict = Verdict::Fail;
+    f.hint = "the inputs collapsed to a few rows, so the labels cannot be told apart by them: check how the inputs "
+             "were read or built (a fill with a constant, a broadcast, a wrong column)";
+    return f;
+  }
   if (conflicting > 0) {
     f.evidence += "\n" + std::to_string(conflicting) + " of them " + (conflicting == 1 ? "has" : "have") +
                   " another target than the row they repeat (the same input, two answers), the first: row " +

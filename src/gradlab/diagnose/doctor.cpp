@@ -87,9 +87,9 @@ Report doctor(const Model& model, const Loss& loss, optim::Optimizer& optimizer,
 
   // 1. data
   report.add(guarded(Stage::Data, "data", [&] {
-    std::vector<Finding> fs = check_data(data.inputs, loss.takes_class_indices() ? data.targets : Tensor(),
-                                         loss.takes_class_indices() ? classes : 0, options.input_stats, data.holdout_inputs);
-    if (!loss.takes_class_indices()) fs.push_back(check_finite(data.targets));  // regression targets
+    // the targets go to check_finite as targets (regression targets too); the label checks need classes
+    std::vector<Finding> fs = check_data(data.inputs, data.targets, loss.takes_class_indices() ? classes : 0,
+                                         options.input_stats, data.holdout_inputs);
     if (data.holdout_targets.defined() && loss.takes_class_indices() && classes > 0) {
       Finding h = check_label_range(data.holdout_targets, classes);
       h.check = "holdout_label_range";

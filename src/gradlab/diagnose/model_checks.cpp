@@ -176,6 +176,13 @@ Finding check_gradient_flow(const Model& model, const Loss& loss, const Tensor& 
                        optimizer->name() + "): " + list(missing));
     hints.push_back("build the optimizer from model->parameters() after the model is complete (and after .to())");
   }
+  if (trainable == 0) {
+    const int64_t total = static_cast<int64_t>(m.named_parameters().size());
+    problems.push_back("the model has no trainable parameter (" + plural(total, "parameter") +
+                       (total == 1 ? ", with" : ", all with") + " requires_grad false): nothing can learn");
+    hints.push_back("a freeze left on (requires_grad_(false) or a loop that froze every layer): unfreeze the layers "
+                    "to train before building the optimizer");
+  }
   if (problems.empty()) {
     f.evidence = "every one of the " + std::to_string(trainable) + " trainable parameters gets a gradient" +
                  (optimizer ? " and is held by the optimizer" : "") + "; no unregistered tensor feeds the loss";
@@ -314,8 +321,9 @@ Finding check_activations(const std::vector<LayerStats>& layers, const Activatio
     std::string head;
     for (const auto& b : bad) head += b + "\n";
     f.evidence = head + f.evidence;
+    // NOTE: no LR advice: this runs before any step, so the LR has not touched the weights yet
     f.hint = "pre-activations are too large or too shifted: normalize the inputs, use the default (Kaiming) init or a "
-             "smaller weight scale, check biases; for ReLU try a lower LR or LeakyReLU";
+             "smaller weight scale, check biases; for ReLU a LeakyReLU keeps a gradient where it is negative";
   } else if (f.verdict == Verdict::Warn) {
     f.hint = "many dead or saturated units: check the input scale and the init";
   }
@@ -356,6 +364,14 @@ Finding check_batch_independence(const Model& model, const Tensor& inputs, int64
   const double leak = batch_leak(model, inputs, sample);
   f.metrics["leak"] = leak;
   const std::string what = "d output[" + std::to_string(sample) + "] / d input[j != " + std::to_string(sample) + "]";
+  if (!std::isfinite(leak)) {  // NaN/Inf in the input gradient: no mixing can be read from it
+    f.verdict = Verdict::Fail;
+    f.evidence = what + " is " + num(leak) + ": the backward of one forward at init is not finite, so batch "
+                 "independence cannot be judged";
+    f.hint = "an op outside its domain in forward (sqrt or log at 0, a division by 0): its derivative is infinite "
+             "there; run watch_nonfinite (anomaly mode) to name it, or add an eps";
+    return f;
+  }
   if (leak <= kTol) {
     f.evidence = what + " is 0: the samples of a batch do not mix";
     return f;

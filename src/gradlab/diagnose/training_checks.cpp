@@ -102,6 +102,12 @@ void check_pair(const char* op, const Tensor& x, const Tensor& y) {
                 y.defined() ? shape_str(y.sizes()) : std::string("undefined"));
 }
 
+// A non-finite value at the first step, before any update, cannot come from the LR (no step has
+// used it yet): the model computes it from finite inputs and its initial weights.
+const char* const kNotTheLR =
+    "this is before any update, so not the LR: an op outside its domain in forward (sqrt or log at 0, a "
+    "division by 0, exp overflowing); nonfinite_watch names the op";
+
 int64_t not_held(const Model& model, const optim::Optimizer& opt) {
   std::unordered_set<const void*> held;
   for (const Tensor& p : opt.parameters()) held.insert(p.impl());
@@ -134,12 +140,23 @@ Finding overfit_one_batch(const Model& model, const Loss& loss, optim::Optimizer
   std::vector<double> losses;
   double acc = -1, first_grad = 0;
   bool passed = false, nonfinite = false;
-  for (int64_t s = 0; s < options.steps; ++s) {
+  // The loss is still falling at the end when it fell by 5% or more overall and the last quarter
+  // of the run lowered it by more than a fifth of that drop or by more than 5% of its value (a
+  // curve that slows down geometrically, as with a small but working LR): undecided, so run on
+  // (up to max_steps) before judging.
+  auto still_falling = [&] {
+    const double drop = losses.front() - *std::min_element(losses.begin(), losses.end());
+    const double last = losses[losses.size() * 3 / 4] - losses.back();
+    return drop >= 0.05 * std::abs(losses.front()) && (last > 0.2 * drop || last > 0.05 * std::abs(losses.back()));
+  };
+  const int64_t max_steps = std::max(options.steps, options.max_steps);
+  for (int64_t s = 0; s < max_steps; ++s) {
+    if (s >= options.steps && s % options.steps == 0 && !still_falling()) break;
     const StepResult r = train_step(model, loss, optimizer, inputs, targets);
     losses.push_back(r.loss);
     acc = r.accuracy;
     if (s == 0) first_grad = r.grad_norm;
-    if (!std::isfinite(r.loss)) {
+    if (!std::isfinite(r.loss) || (s == 0 && !std::isfinite(r.grad_norm))) {
       nonfinite = true;
       break;
     }
@@ -160,8 +177,13 @@ Finding overfit_one_batch(const Model& model, const Loss& loss, optim::Optimizer
   f.metrics["steps_run"] = static_cast<double>(losses.size());
   f.metrics["lr"] = lr;
   f.metrics["initial_grad_norm"] = first_grad;
-  const std::string run = "loss " + num(initial) + " -> " + num(final_loss) + " in " + std::to_string(losses.size()) +
-                          " of " + std::to_string(options.steps) + " steps on one batch of " +
+  const int64_t run_steps = static_cast<int64_t>(losses.size());
+  const std::string budget = run_steps > options.steps
+                                 ? std::to_string(options.steps) + " (+ up to " + std::to_string(max_steps - options.steps) +
+                                       " while still falling)"
+                                 : std::to_string(options.steps);
+  const std::string run = "loss " + num(initial) + " -> " + num(final_loss) + " in " + std::to_string(run_steps) +
+                          " of " + budget + " steps on one batch of " +
                           std::to_string(inputs.size(0)) + (acc >= 0 ? ", accuracy " + num(100 * acc, 3) + "%" : "") +
                           " (" + optimizer.name() + ", lr " + num(lr) + ")";
   if (passed) {
@@ -170,9 +192,12 @@ Finding overfit_one_batch(const Model& model, const Loss& loss, optim::Optimizer
   }
   f.verdict = Verdict::Fail;
   const double drop = initial - min_loss;
-  // Where the loss stood three quarters of the way through.
-  const double late = losses[losses.size() * 3 / 4];
-  if (nonfinite || final_loss > 1.1 * initial) {
+  if (!std::isfinite(initial) || !std::isfinite(first_grad)) {
+    f.metrics["symptom"] = 2;
+    f.evidence = run + ": the first step already gives a non-finite " +
+                 (std::isfinite(initial) ? "gradient (norm " + num(first_grad) + ")" : std::string("loss"));
+    f.hint = kNotTheLR;
+  } else if (nonfinite || final_loss > 1.1 * initial) {
     f.metrics["symptom"] = 2;
     f.evidence = run + ": rising loss" + (nonfinite ? " (not finite)" : "");
     f.hint = "the LR is too large (" + num(lr) + "): lower it 10x (an LR range test gives a range), add gradient "
@@ -182,14 +207,16 @@ Finding overfit_one_batch(const Model& model, const Loss& loss, optim::Optimizer
     const int64_t missing = not_held(model, optimizer);
     f.evidence = run + ": flat loss (fell " + num(100 * drop / std::abs(initial), 3) + "%); gradient norm " +
                  num(first_grad) + ", " + std::to_string(missing) + " trainable parameters not in the optimizer";
-    if (first_grad == 0)
+    if (lr == 0)
+      f.hint = "the LR is 0: no step moves the weights; set a positive LR (or check a scheduler that decays it to 0)";
+    else if (first_grad == 0)
       f.hint = "zero gradient: the loss does not depend on the parameters (a detach, a dead activation, a constant "
                "output); check gradient_flow";
     else if (missing > 0)
       f.hint = "parameters missing from the optimizer: build it from model->parameters()";
     else
       f.hint = "the LR is too small (" + num(lr) + ") for the gradient: raise it 10x, or check that step() is called";
-  } else if (late - final_loss > 0.2 * drop) {
+  } else if (still_falling()) {
     f.metrics["symptom"] = 3;
     f.evidence = run + ": still falling at the end";
     f.hint = "the LR is too small (" + num(lr) + ") or the steps too few: raise the LR (an LR range test gives a range)";
@@ -212,6 +239,7 @@ LRRangeResult lr_range_test(const Model& model, const Loss& loss, optim::Optimiz
                 "lr_min " + num(options.lr_min) + ", lr_max " + num(options.lr_max) + ", steps " + std::to_string(options.steps));
   const double user_lr = lr_of(optimizer);
   LRRangeResult r;
+  bool first_nonfinite = false;  // the first step (before any update) is not finite: no curve to read
   {
     RestoreGuard restore(model, optimizer, options.restore);
     const std::vector<int64_t> perm = detail::permutation(inputs.size(0), options.seed);
@@ -219,10 +247,11 @@ LRRangeResult lr_range_test(const Model& model, const Loss& loss, optim::Optimiz
     // Exponential moving average of the loss, bias-corrected (as fastai's lr_find).
     constexpr double kBeta = 0.7;
     double avg = 0, best = std::numeric_limits<double>::infinity();
-    for (int64_t k = 0; k < options.steps; ++k) {
+    for (int64_t k = 0; k < options.steps && !first_nonfinite; ++k) {
       const double lr = options.lr_min * std::pow(options.lr_max / options.lr_min, static_cast<double>(k) / static_cast<double>(options.steps - 1));
       set_lr(optimizer, lr);
       const StepResult s = train_step(model, loss, optimizer, detail::rows(inputs, perm, k * bs, bs), detail::rows(targets, perm, k * bs, bs));
+      first_nonfinite = k == 0 && (!std::isfinite(s.loss) || !std::isfinite(s.grad_norm));
       avg = kBeta * avg + (1 - kBeta) * s.loss;
       const double smooth = avg / (1 - std::pow(kBeta, static_cast<double>(k + 1)));
       r.lrs.push_back(lr);
@@ -252,7 +281,12 @@ LRRangeResult lr_range_test(const Model& model, const Loss& loss, optim::Optimiz
                (r.diverged_lr > 0 ? ", diverged at lr " + num(r.diverged_lr, 3) : ", no divergence") +
                "; suggested range [" + num(r.suggested_min, 3) + ", " + num(r.suggested_max, 3) + "]; the optimizer's lr is " +
                num(user_lr, 3);
-  if (r.diverged_lr > 0 && user_lr >= r.diverged_lr) {
+  if (first_nonfinite) {
+    f.verdict = Verdict::Fail;
+    f.evidence = "the first step of the sweep (lr " + num(options.lr_min) + ") already gives a non-finite loss or "
+                 "gradient: no LR can be judged";
+    f.hint = kNotTheLR;
+  } else if (r.diverged_lr > 0 && user_lr >= r.diverged_lr) {
     f.verdict = Verdict::Fail;
     f.hint = "lr " + num(user_lr, 3) + " is past the point where the loss blows up: use about " + num(r.suggested_max, 3);
   } else if (r.best_lr > 0 && user_lr > r.best_lr) {
@@ -272,6 +306,7 @@ GradientStatsResult gradient_stats(const Model& model, const Loss& loss, optim::
   check_pair("diagnose::gradient_stats", inputs, targets);
   GradientStatsResult r;
   bool nonfinite = false;
+  int64_t nonfinite_step = -1;
   std::string nonfinite_name;
   {
     RestoreGuard restore(model, optimizer, options.restore);
@@ -300,6 +335,7 @@ GradientStatsResult gradient_stats(const Model& model, const Loss& loss, optim::
         r.parameters[i].grad_norm.push_back(gn);
         if (!std::isfinite(gn) && !nonfinite) {
           nonfinite = true;
+          nonfinite_step = k;
           nonfinite_name = params[i].first;
         }
       }
@@ -322,6 +358,7 @@ GradientStatsResult gradient_stats(const Model& model, const Loss& loss, optim::
   double lo = std::numeric_limits<double>::infinity(), hi = 0;
   std::string lo_name, hi_name, table;
   std::vector<std::string> zero;
+  std::vector<double> judged;  // the median update ratio of each parameter the ratio rules judge
   for (const ParameterStepStats& p : r.parameters) {
     const double g = median(p.grad_norm), u = median(p.update_ratio);
     f.metrics["grad_norm_" + p.name] = g;
@@ -332,6 +369,7 @@ GradientStatsResult gradient_stats(const Model& model, const Loss& loss, optim::
       table += " (starts constant: not judged)";
       continue;
     }
+    judged.push_back(u);
     if (u < lo) lo = u, lo_name = p.name;
     if (u > hi || std::isnan(u)) hi = u, hi_name = p.name;
   }
@@ -341,8 +379,9 @@ GradientStatsResult gradient_stats(const Model& model, const Loss& loss, optim::
   f.evidence = "median over " + std::to_string(options.steps) + " steps per parameter" + lr + ":" + table;
   if (nonfinite) {
     f.verdict = Verdict::Fail;
-    f.evidence = "the gradient of " + nonfinite_name + " is not finite; " + f.evidence;
-    f.hint = "see nonfinite_watch for the op where it was born; lower the LR, clip gradients";
+    f.evidence = "the gradient of " + nonfinite_name + " is not finite at step " + std::to_string(nonfinite_step) + "; " +
+                 f.evidence;
+    f.hint = nonfinite_step == 0 ? kNotTheLR : "see nonfinite_watch for the op where it was born; lower the LR, clip gradients";
   } else if (!(hi <= options.fail_ratio)) {
     f.verdict = Verdict::Fail;
     f.evidence = "one step changes " + hi_name + " by " + num(hi, 3) + " of its size; " + f.evidence;
@@ -350,9 +389,10 @@ GradientStatsResult gradient_stats(const Model& model, const Loss& loss, optim::
   } else if (hi > options.max_ratio) {
     f.verdict = Verdict::Warn;
     f.hint = "large updates on " + hi_name + " (" + num(hi, 3) + " of its size per step): the LR may be too large";
-  } else if (!zero.empty() || lo < options.min_ratio) {
+  } else if (!zero.empty() || median(judged) < options.min_ratio) {
     f.verdict = Verdict::Warn;
-    f.hint = zero.empty() ? "tiny updates on " + lo_name + " (" + num(lo, 3) + "): the LR is too small or its gradient vanishes"
+    f.hint = zero.empty() ? "tiny updates on " + lo_name + " (" + num(lo, 3) + ") and most other parameters (median " +
+                                num(median(judged), 3) + "): the LR is too small or the gradients vanish"
                           : zero.front() + " gets a zero gradient: a dead path (dead ReLU, a multiplication by 0)";
   }
   return r;
@@ -405,19 +445,20 @@ Finding watch_nonfinite(const Model& model, const Loss& loss, optim::Optimizer& 
     try {
       out = model(x);
     } catch (const autograd::AnomalyError& e) {
-      return stop(k, 1, anomaly(e, model.site, "the model"), lr_hint);
+      return stop(k, 1, anomaly(e, model.site, "the model"), k == 0 ? kNotTheLR : lr_hint);
     }
     try {
       l = loss(out, y);
     } catch (const autograd::AnomalyError& e) {
-      return stop(k, 1, anomaly(e, loss.site, "the loss"), lr_hint);
+      return stop(k, 1, anomaly(e, loss.site, "the loss"), k == 0 ? kNotTheLR : lr_hint);
     }
     if (!std::isfinite(l.item<double>()))
-      return stop(k, 1, "the loss is " + num(l.item<double>()) + " (no single op turned finite values into it)", lr_hint);
+      return stop(k, 1, "the loss is " + num(l.item<double>()) + " (no single op turned finite values into it)",
+                  k == 0 ? kNotTheLR : lr_hint);
     try {
       if (l.requires_grad()) l.backward();
     } catch (const autograd::AnomalyError& e) {
-      return stop(k, 2, anomaly(e, model.site, backward_what), lr_hint);
+      return stop(k, 2, anomaly(e, model.site, backward_what), k == 0 ? kNotTheLR : lr_hint);
     }
     optimizer.step();
     for (const auto& [name, p] : model.module->named_parameters()) {
