@@ -10,6 +10,22 @@
 //     });                                     // prints "lesson 02: OK" or
 //   }                                         // "lesson 02: FAILED (k of n claims)"
 //
+// Break-it switches: a lesson may declare planted bugs, each a deliberate mistake (often a gradlab
+// bug planted through testing::BackwardOverride) and the claim it must make fail:
+//
+//   int main(int argc, char** argv) {
+//     lesson::Lesson L("03", "verify backprop", argc, argv,
+//                      {{"sigmoid_grad", "sigmoid's backward returns s instead of s(1 - s)",
+//                        "gradcheck rejects"}});              // a piece of the claim's text
+//     return L.run([&] {
+//       std::optional<BackwardOverride<...>> m;
+//       if (L.bug("sigmoid_grad")) m.emplace(...);            // on with --bug sigmoid_grad
+//       ...
+//
+//   lesson_03 --bugs              lists them (name, what it plants, the claim it breaks), runs nothing
+//   lesson_03 --bug sigmoid_grad  runs the lesson with that bug on: the named claim must FAIL
+//                                 (tools/check_lesson_bugs.py runs every flag and checks that)
+//
 // Header-only on purpose: lessons are single files and should stay readable on their own.
 
 #include <cmath>
@@ -19,9 +35,11 @@
 #include <filesystem>
 #include <iostream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace lesson {
 
@@ -38,6 +56,13 @@ inline std::filesystem::path output_dir() {
   return dir;
 }
 
+/// A break-it switch: `--bug name` plants `what`; the claim whose text contains `breaks` must fail.
+struct PlantedBug {
+  std::string name;
+  std::string what;
+  std::string breaks;
+};
+
 /// One lesson: numbered claims, each printed with its result, and one verdict at the end.
 class Lesson {
  public:
@@ -45,6 +70,45 @@ class Lesson {
       : number_(std::move(number)), title_(std::move(title)) {
     std::cout << "=== lesson " << number_ << ": " << title_ << " ===\n";
   }
+  /// With the command line and the lesson's planted bugs: `--bugs` lists them (run() then runs
+  /// nothing), `--bug NAME` (repeatable) switches one on. An unknown flag or name exits with 2.
+  Lesson(std::string number, std::string title, int argc, char** argv, std::vector<PlantedBug> bugs = {})
+      : number_(std::move(number)), title_(std::move(title)), bugs_(std::move(bugs)) {
+    for (int i = 1; i < argc; ++i) {
+      const std::string_view a = argv[i];
+      if (a == "--bugs") {
+        list_only_ = true;
+      } else if (a == "--bug" && i + 1 < argc) {
+        const std::string name = argv[++i];
+        if (!declared(name)) usage("no planted bug '" + name + "'");
+        on_.push_back(name);
+      } else {
+        usage("unknown argument '" + std::string(a) + "'");
+      }
+    }
+    if (list_only_) {
+      // One bug per line: name <TAB> what it plants <TAB> the claim it breaks.
+      for (const PlantedBug& b : bugs_) std::cout << b.name << "\t" << b.what << "\t" << b.breaks << "\n";
+      return;
+    }
+    std::cout << "=== lesson " << number_ << ": " << title_ << " ===\n";
+    for (const std::string& name : on_)
+      for (const PlantedBug& b : bugs_)
+        if (b.name == name)
+          std::cout << "planted bug on: " << b.name << ": " << b.what << " (the claim \"" << b.breaks
+                    << "...\" must FAIL)\n";
+  }
+
+  /// Whether planted bug `name` is switched on (--bug name). A name the lesson did not declare
+  /// is a mistake in the lesson: it throws.
+  bool bug(std::string_view name) const {
+    if (!declared(name)) throw std::logic_error("lesson " + number_ + ": bug('" + std::string(name) + "') is not declared");
+    for (const std::string& n : on_)
+      if (n == name) return true;
+    return false;
+  }
+  /// Whether any planted bug is on (a lesson may skip slow sections that no bug touches).
+  bool any_bug() const { return !on_.empty(); }
   Lesson(const Lesson&) = delete;
   Lesson& operator=(const Lesson&) = delete;
 
@@ -113,8 +177,10 @@ class Lesson {
   }
 
   /// Runs the lesson body; an exception that escapes it is a failed claim. Returns finish().
+  /// With --bugs it runs nothing and returns 0.
   template <class F>
   int run(F&& body) {
+    if (list_only_) return 0;
     try {
       std::forward<F>(body)();
     } catch (const std::exception& e) {
@@ -129,8 +195,24 @@ class Lesson {
   int failed() const { return failed_; }
 
  private:
+  bool declared(std::string_view name) const {
+    for (const PlantedBug& b : bugs_)
+      if (b.name == name) return true;
+    return false;
+  }
+  [[noreturn]] void usage(const std::string& problem) const {
+    std::cerr << "lesson " << number_ << ": " << problem << "\nusage: lesson [--bugs] [--bug NAME]...";
+    if (bugs_.empty()) std::cerr << "\n(this lesson has no planted bugs)";
+    for (const PlantedBug& b : bugs_) std::cerr << "\n  --bug " << b.name << ": " << b.what;
+    std::cerr << "\n";
+    std::exit(2);
+  }
+
   std::string number_;
   std::string title_;
+  std::vector<PlantedBug> bugs_;
+  std::vector<std::string> on_;
+  bool list_only_ = false;
   int claims_ = 0;
   int failed_ = 0;
   bool finished_ = false;
