@@ -193,6 +193,39 @@ struct OpAtZeroImpl : nn::Module {
 };
 GRADLAB_MODULE(OpAtZero);
 
+// fc2(relu(fc1(x))) with the ReLU called as a function (no module to hook) and fc1's bias at -10:
+// every pre-activation negative, a dead ReLU only the graph can see.
+struct FunctionalDeadReluImpl : nn::Module {
+  nn::Linear fc1{nullptr}, fc2{nullptr};
+  FunctionalDeadReluImpl() {
+    gl::manual_seed(1);
+    fc1 = register_module("fc1", nn::Linear(64, 128));
+    fc2 = register_module("fc2", nn::Linear(128, 10));
+    gl::NoGradGuard no_grad;
+    fc1->bias.fill_(-10.0);
+  }
+  Tensor forward(const Tensor& x) { return fc2(gl::relu(fc1(x))); }
+};
+GRADLAB_MODULE(FunctionalDeadRelu);
+
+// `depth` Linear(64, 64) layers (the last 64 -> 10) with `Act` between them, every weight drawn
+// from N(0, init_std^2) and the biases 0: a planted init scale.
+template <class Act>
+nn::Sequential deep_mlp(int depth, double init_std) {
+  gl::manual_seed(3);
+  nn::Sequential net;
+  for (int i = 0; i < depth; ++i) {
+    net->push_back(nn::Linear(64, i + 1 == depth ? 10 : 64));
+    if (i + 1 < depth) net->push_back(Act());
+  }
+  gl::NoGradGuard no_grad;
+  for (auto& [name, p] : net->named_parameters()) {
+    if (name.find("weight") != std::string::npos) nn::init::normal_(p, 0.0, init_std);
+    else p.zero_();
+  }
+  return net;
+}
+
 // The parameter `name` of net scaled (w * scale + shift) in place: a planted init bug.
 template <class H>
 H with_param(H net, const std::string& name, double scale, double shift = 0) {
@@ -336,6 +369,21 @@ const std::vector<Bug>& bugs() {
       {"every_feature_constant",
        [] { return sgd(mlp(), 0.1, gl::zeros_like(train_x()), train_y(), dg::DoctorOptions{}); },
        fails(Stage::Data, "constant_features", {"cannot tell the samples apart"})},
+      {"rows_appended_twice_by_a_join",
+       [] {
+         const Tensor x = train_x(), y = train_y();  // 40 rows (2.7%) a second time, labels and all
+         return sgd(mlp(), 0.1, gl::cat({x, x.narrow(0, 10, 40)}), gl::cat({y, y.narrow(0, 10, 40)}));
+       },
+       warns(Stage::Data, "duplicates", {"repeat an earlier row bit for bit", "deduplicate before splitting"})},
+      {"labels_joined_to_the_wrong_rows",
+       [] {
+         const Tensor x = train_x(), y = train_y();  // 100 rows again, each with another label
+         std::vector<int64_t> next;  // label + 1, 9 -> 0
+         for (int64_t c : y.narrow(0, 0, 100).to_vector<int64_t>()) next.push_back((c + 1) % 10);
+         const Tensor wrong = gl::from_vector(next, {100});
+         return sgd(mlp(), 0.1, gl::cat({x, x.narrow(0, 0, 100)}), gl::cat({y, wrong}));
+       },
+       fails(Stage::Data, "duplicates", {"another target than the row they repeat", "label noise"})},
       {"a_class_missing_from_the_split",
        [] {
          auto [x, y] = subsample(train_x(), train_y(), [](int64_t c, int64_t) { return c != 9; });
@@ -417,6 +465,30 @@ const std::vector<Bug>& bugs() {
                     0.1);
        },
        fails(Stage::Model, "activations", {"'1' (Tanh)", "saturated (gradient ~0)"})},
+      {"dead_functional_relu_from_a_large_negative_bias", [] { return sgd(FunctionalDeadRelu(), 0.1); },
+       fails(Stage::Model, "activations", {"relu at ", "catalogue_test.cpp:", "dead ReLU"})},
+      {"vanishing_gradients_deep_sigmoid_tiny_init",
+       [] { return sgd(deep_mlp<nn::Sigmoid>(10, 0.01), 0.1); },
+       fails(Stage::Model, "layer_gradients", {"vanishing gradients"})},
+      {"exploding_gradients_deep_relu_large_init", [] { return sgd(deep_mlp<nn::ReLU>(10, 1.0), 0.1); },
+       fails(Stage::Model, "layer_gradients", {"exploding gradients"})},
+      {"sigmoid_output_on_standardized_regression_targets",
+       [] {
+         gl::manual_seed(4);
+         return regression(nn::Sequential(nn::Linear(64, 64), nn::ReLU(), nn::Linear(64, 1), nn::Sigmoid()));
+       },
+       fails(Stage::Model, "loss_floor", {"bounds the output to (0, 1)", "MSE cannot fall below"})},
+      {"softmax_into_mse_on_one_hot_targets",
+       [] {
+         gl::manual_seed(1);
+         std::vector<double> hot;
+         for (int64_t c : train_y().to_vector<int64_t>())
+           for (int64_t k = 0; k < 10; ++k) hot.push_back(k == c ? 1.0 : 0.0);
+         const Tensor onehot = gl::from_vector(hot, {train_y().size(0), 10}).to(gl::kFloat32);
+         return make_setup<gl::optim::SGD>(nn::Sequential(nn::Linear(64, 10), nn::Softmax(1)), nn::MSELoss(),
+                                           gl::optim::SGDOptions(0.1), train_x(), onehot, with_stats(), test_x());
+       },
+       warns(Stage::Model, "loss_floor", {"every target on an asymptote of softmax", "CrossEntropyLoss"})},
       {"overconfident_init_last_layer_x100",
        [] { return sgd(with_param(mlp(), "2.weight", 100.0), 0.1); },
        fails(Stage::Model, "initial_loss", {"confident and wrong"})},
@@ -434,6 +506,15 @@ const std::vector<Bug>& bugs() {
       {"adam_lr_far_too_large", [] { return adam(mlp(), 1.0); },
        fails(Stage::Training, "lr_range",
              {"the optimizer's lr is 1", "past the point where the loss blows up"})},
+      {"a_slow_get_starves_the_model",
+       [] {
+         // get() decodes (sleeps) 2 ms per sample: a batch of 16 takes >= 32 ms, a step < 1 ms
+         Scenario s = sgd(mlp(), 0.1, digits().train.data(), digits().train.targets(), dg::DoctorOptions{});
+         s.loader = std::make_shared<gl::data::DataLoader>(SlowDigits(2),
+                                                           gl::data::DataLoaderOptions(16).shuffle(true).seed(1));
+         return s;
+       },
+       warns(Stage::Training, "loader_speed", {"waiting for data", "raise num_workers (now 0)"})},
       {"sgd_momentum_lr_past_divergence",
        [] {
          Scenario s = sgd(mlp(), 3.0);

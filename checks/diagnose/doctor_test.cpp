@@ -320,5 +320,5 @@ TEST(Doctor, RegressionTargetsAreCheckedAsTargets) {
   int finite = 0;
   for (const dg::Finding& f : r.findings()) finite += f.check == "finite";
   EXPECT_EQ(finite, 1) << r;
-  EXPECT_THAT(r.find("finite")->evidence, HasSubstr("1 of 1437 targets are not finite, the first targets[3, 0] = inf"));
+  EXPECT_THAT(r.find("finite")->evidence, HasSubstr("1 of 1437 targets is not finite, the first targets[3, 0] = inf"));
 }

@@ -102,7 +102,7 @@ Finding check_finite(const Tensor& inputs, const Tensor& targets) {
     total += count;
     if (first < 0) return;
     if (!bad.empty()) bad += "; ";
-    bad += std::to_string(count) + " of " + std::to_string(t.numel()) + " " + name + " are not finite, the first " +
+    bad += std::to_string(count) + " of " + std::to_string(t.numel()) + " " + name + (count == 1 ? " is" : " are") + " not finite, the first " +
            name + detail::index_str(first, t.sizes()) + " = " + num(val) + " (row " +
            std::to_string(first / std::max<int64_t>(1, t.numel() / t.size(0))) + ")";
   };
