@@ -11,8 +11,8 @@
 #include <algorithm>
 #include <cmath>
 #include <gradlab/gradlab.hpp>
-#include <gradlab/testing/gradcheck.hpp>
 #include <gradlab/ops/internal/elementwise.hpp>
+#include <gradlab/testing/gradcheck.hpp>
 #include <gradlab/testing/mutants.hpp>
 #include <iostream>
 #include <optional>
@@ -89,7 +89,8 @@ int main(int argc, char** argv) {
   // testing::BackwardOverride, for the whole run) and names the claim that must catch it.
   lesson::Lesson L(
       "03", "verify backprop", argc, argv,
-      {{"mul_one_operand", "Mul's backward returns da = dc * b but drops db (x * x gives x, not 2x)",
+      {{"mul_one_operand",
+        "Mul's backward returns da = dc * b but drops db (x * x gives x, not 2x)",
         "backward() gives exactly the hand-derived"},
        {"tanh_grad", "Tanh's backward uses 1 - y instead of 1 - y² (a wrong derivative)",
         "gradcheck agrees with autograd on the network's loss"},

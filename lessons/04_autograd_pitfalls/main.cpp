@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
     // d/dw (w x - w x2)² = 2 (w x - w x2)(x - x2): the gradient also moves the target.
     const double want_without = 2 * (w0 * xv - w0 * x2v) * (xv - x2v);
     w.zero_grad();
-    gl::Tensor fixed = L.bug("no_detach_target") ? w * x2  // BUG: the detach forgotten
+    gl::Tensor fixed = L.bug("no_detach_target") ? w * x2              // BUG: the detach forgotten
                                                  : (w * x2).detach();  // target = (w * x2).detach()
     gl::Tensor loss2 = (w * x - fixed).pow(2);
     loss2.backward();

@@ -76,7 +76,8 @@ int main(int argc, char** argv) {
         "section 4's criterion uses reduction = sum, so dividing each micro-batch loss by 4 no "
         "longer makes their sum the big batch's mean",
         "accumulating 4 micro-batches (loss / 4) gives the big batch's update"},
-       {"schedule_per_step", "section 6 calls schedule.step() after every batch, not once per epoch",
+       {"schedule_per_step",
+        "section 6 calls schedule.step() after every batch, not once per epoch",
         "every recorded lr is the cosine schedule's value for its epoch"}});
   return L.run([&] {
     // -------------------------------------------------------------------------------------------
@@ -384,7 +385,8 @@ int main(int argc, char** argv) {
         bar.update(history.back().loss);
         if (L.bug("schedule_per_step")) schedule.step();  // BUG: once per batch
       }
-      if (!L.bug("schedule_per_step")) schedule.step();  // once per epoch, after the optimizer steps
+      if (!L.bug("schedule_per_step"))
+        schedule.step();  // once per epoch, after the optimizer steps
       const double acc = accuracy(net, d.x_test, d.y_test);
       if (epoch == 0) first_acc = acc;
       final_acc = acc;

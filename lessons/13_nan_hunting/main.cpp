@@ -17,9 +17,9 @@
 #include <cfloat>
 #include <cmath>
 #include <gradlab/gradlab.hpp>
-#include <iostream>
 #include <gradlab/ops/internal/elementwise.hpp>
 #include <gradlab/testing/mutants.hpp>
+#include <iostream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -419,8 +419,7 @@ int main(int argc, char** argv) {
       }
       std::cout << nan_runs << " of " << runs << " runs went non-finite, " << diverged_runs
                 << " more diverged (div: finite, but the last loss is above the first)\n"
-                << "the first LR that fails (NaN or div): "
-                << fmt("%g", first_bad_lr[0])
+                << "the first LR that fails (NaN or div): " << fmt("%g", first_bad_lr[0])
                 << " (healthy), " << fmt("%g", first_bad_lr[1]) << " (raw pixels), "
                 << fmt("%g", first_bad_lr[2]) << " (init x10), " << fmt("%g", first_bad_lr[3])
                 << " (both)\n";
@@ -707,10 +706,11 @@ int main(int argc, char** argv) {
       std::cout << "the worst sequence of " << cap << " tokens gives the logit " << fmt(worst_z)
                 << " (bound " << cap << " max a + b = " << fmt(bound) << "), probabilities "
                 << (worst_finite ? "finite" : "not finite") << "\n";
-      L.check(worst_finite && worst_z < limit && std::abs(worst_z - bound) <= 1e-4 * std::abs(bound),
-              "so with at most " + std::to_string(cap) +
-                  " tokens exp(z) cannot overflow at these weights: the worst such sequence "
-                  "reaches the bound and its probabilities are finite");
+      L.check(
+          worst_finite && worst_z < limit && std::abs(worst_z - bound) <= 1e-4 * std::abs(bound),
+          "so with at most " + std::to_string(cap) +
+              " tokens exp(z) cannot overflow at these weights: the worst such sequence "
+              "reaches the bound and its probabilities are finite");
       // On sequences like the data's: random tokens, lengths 5 .. 32, and three very long ones
       // (a log file, a concatenated document).
       Sequences data = make_sequences(512, 5, T, 11);
@@ -755,10 +755,9 @@ int main(int argc, char** argv) {
       std::cout << "three epochs as is: first non-finite loss at step " << plain.first_bad
                 << " (rows 32..63: it holds the 3000-token row 50)\n"
                 << "truncated to " << cap << " tokens: " << (cut.first_bad < 0 ? "finite" : "NaN")
-                << ", loss " << fmt(cut.first_loss) << " -> "
-                << fmt(cut.last_loss) << "\nlonger than 32 filtered out (" << kept.seqs.size()
-                << " left): finite, loss " << fmt(filtered.first_loss) << " -> "
-                << fmt(filtered.last_loss) << "\n";
+                << ", loss " << fmt(cut.first_loss) << " -> " << fmt(cut.last_loss)
+                << "\nlonger than 32 filtered out (" << kept.seqs.size() << " left): finite, loss "
+                << fmt(filtered.first_loss) << " -> " << fmt(filtered.last_loss) << "\n";
       L.check(plain.first_bad == 1,
               "training as is: the loss is NaN at the batch of the first long one");
       L.check(cut.first_bad < 0 && cut.last_loss < cut.first_loss,

@@ -115,7 +115,6 @@ int main(int argc, char** argv) {
     return criterion(m(x), y);  // logits straight into CrossEntropyLoss
   };
   return L.run([&] {
-
     // -------------------------------------------------------------------------------------------
     L.section("1. the loss at init: ln 10 for ten classes");
     const gl::data::DigitsSplit d = gl::data::load_digits_split();
@@ -146,7 +145,8 @@ int main(int argc, char** argv) {
       L.check(worst < 0.1, "over ten seeds the loss at init stays within 0.1 of ln 10");
       // The lesson's own model (seed 0, used from section 2 on), against the expansion above: the
       // label term and the spread term measured on its logits must add up to its loss.
-      const double label_term = (gl::mean(z, {1}) - z.gather(1, y.unsqueeze(1)).squeeze(1)).mean().item<double>();
+      const double label_term =
+          (gl::mean(z, {1}) - z.gather(1, y.unsqueeze(1)).squeeze(1)).mean().item<double>();
       const double spread_term = (gl::var(z, {1}, 0) / 2).mean().item<double>();
       const double taylor = ln10 + label_term + spread_term;
       std::cout << "seed 0: loss " << fmt(loss0) << " = ln 10 " << fmt("%+.4f", label_term)
@@ -333,8 +333,8 @@ int main(int argc, char** argv) {
       const double nr = gl::norm(zr.grad()).item<double>(), ns = gl::norm(zs.grad()).item<double>(),
                    nq = gl::norm(zq.grad()).item<double>();
       std::cout << "|dloss/dz| at init: raw logits " << fmt(nr, 4) << " (largest |diff| from "
-                << "(softmax - onehot) / 32 " << lesson::noise(err, 1e-7, "%.1e") << "), sigmoid first "
-                << fmt(ns, 4) << ", softmax first " << fmt(nq, 4) << "\n";
+                << "(softmax - onehot) / 32 " << lesson::noise(err, 1e-7, "%.1e")
+                << "), sigmoid first " << fmt(ns, 4) << ", softmax first " << fmt(nq, 4) << "\n";
       L.check(err < 1e-6 && nr > 2 * ns && nr > 2 * nq,
               "the fix for 3c and 3d: with raw logits dloss/dz = (softmax(z) - onehot(y)) / N "
               "(to 1e-6), over twice as long as through sigmoid or softmax");
