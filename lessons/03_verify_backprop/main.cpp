@@ -11,8 +11,11 @@
 #include <algorithm>
 #include <cmath>
 #include <gradlab/gradlab.hpp>
+#include <gradlab/ops/internal/elementwise.hpp>
 #include <gradlab/testing/gradcheck.hpp>
+#include <gradlab/testing/mutants.hpp>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -81,8 +84,36 @@ struct HandMLP {
 
 }  // namespace
 
-int main() {
-  lesson::Lesson L("03", "verify backprop");
+int main(int argc, char** argv) {
+  // Break-it switches: each plants a gradlab bug (one op's backward formula replaced through
+  // testing::BackwardOverride, for the whole run) and names the claim that must catch it.
+  lesson::Lesson L(
+      "03", "verify backprop", argc, argv,
+      {{"mul_one_operand",
+        "Mul's backward returns da = dc * b but drops db (x * x gives x, not 2x)",
+        "backward() gives exactly the hand-derived"},
+       {"tanh_grad", "Tanh's backward uses 1 - y instead of 1 - y² (a wrong derivative)",
+        "gradcheck agrees with autograd on the network's loss"},
+       {"where_leaks", "Where's backward sends dy to the kept branch everywhere, ignoring the mask",
+        "(c) dloss/dY is exactly 0 at every masked-out target"}});
+  namespace od = gl::ops_detail;
+  using gl::autograd::GradList;
+  std::optional<gl::testing::BackwardOverride<od::Mul>> mul_bug;
+  std::optional<gl::testing::BackwardOverride<od::Tanh>> tanh_bug;
+  std::optional<gl::testing::BackwardOverride<od::Where>> where_bug;
+  if (L.bug("mul_one_operand"))
+    mul_bug.emplace([](od::Mul& op, const GradList& g) {  // BUG: db forgotten
+      return GradList{op.needs_input_grad(0) ? g[0] * op.b_.unpack() : gl::Tensor(), gl::Tensor()};
+    });
+  if (L.bug("tanh_grad"))
+    tanh_bug.emplace([](od::Tanh& op, const GradList& g) {  // BUG: 1 - y, not 1 - y²
+      return GradList{g[0] * (1 - op.y_.unpack())};
+    });
+  if (L.bug("where_leaks"))
+    where_bug.emplace([](od::Where& op, const GradList& g) {  // BUG: the mask is not applied
+      return GradList{gl::Tensor(), op.needs_input_grad(1) ? g[0] : gl::Tensor(),
+                      op.needs_input_grad(2) ? gl::zeros_like(g[0]) : gl::Tensor()};
+    });
   return L.run([&] {
     // -----------------------------------------------------------------------------------------
     L.section("1. f(x, y) = x² + y²: by hand, by backward(), by central differences");

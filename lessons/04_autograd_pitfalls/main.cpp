@@ -11,7 +11,10 @@
 
 #include <cmath>
 #include <gradlab/gradlab.hpp>
+#include <gradlab/ops/internal/elementwise.hpp>
+#include <gradlab/testing/mutants.hpp>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include "common/lesson.hpp"
@@ -41,8 +44,27 @@ bool has(const std::string& s, const std::string& part) {
 
 }  // namespace
 
-int main() {
-  lesson::Lesson L("04", "autograd pitfalls");
+int main(int argc, char** argv) {
+  // Break-it switches: three mistakes of the lesson's own code, and one gradlab bug.
+  lesson::Lesson L(
+      "04", "autograd pitfalls", argc, argv,
+      {{"no_detach_target", "section 1's fixed target is w * x2 without .detach()",
+        "with detach() it is 2(wx - c)x"},
+       {"skip_clone", "section 3's fix writes into e itself instead of e.clone()",
+        "writing into e.clone() instead leaves the saved e alone"},
+       {"overwrite_grad_leaks",
+        "Where's backward (which x[0] = 2 records) sends dy to both branches, so the overwritten "
+        "element still gets a gradient",
+        "x.grad = [0, 4, 6]: 0 where y was overwritten"},
+       {"running_sum_no_detach", "section 6's 'fixed' loop still sums loss, not loss.detach()",
+        "with detach it stays flat"}});
+  std::optional<gl::testing::BackwardOverride<gl::ops_detail::Where>> where_bug;
+  if (L.bug("overwrite_grad_leaks"))
+    where_bug.emplace([](gl::ops_detail::Where& op, const gl::autograd::GradList& g) {
+      // BUG: da = db = dy, whatever the condition
+      return gl::autograd::GradList{gl::Tensor(), op.needs_input_grad(1) ? g[0] : gl::Tensor(),
+                                    op.needs_input_grad(2) ? g[0] : gl::Tensor()};
+    });
   return L.run([&] {
     // -----------------------------------------------------------------------------------------
     L.section("1. requires_grad spreads; detach() fixes a target");
@@ -61,7 +83,8 @@ int main() {
     // d/dw (w x - w x2)² = 2 (w x - w x2)(x - x2): the gradient also moves the target.
     const double want_without = 2 * (w0 * xv - w0 * x2v) * (xv - x2v);
     w.zero_grad();
-    gl::Tensor fixed = (w * x2).detach();  // target = (w * x2).detach()
+    gl::Tensor fixed = L.bug("no_detach_target") ? w * x2              // BUG: the detach forgotten
+                                                 : (w * x2).detach();  // target = (w * x2).detach()
     gl::Tensor loss2 = (w * x - fixed).pow(2);
     loss2.backward();
     const double with = w.grad().item<double>();
@@ -124,11 +147,12 @@ int main() {
     gl::Tensor a2 = gl::tensor({0.0, 1.0, 2.0}, f64.requires_grad(true));
     gl::Tensor e2 = a2.exp();
     gl::Tensor s2 = (e2 * 2.0).sum();
-    gl::Tensor shown = e2.clone();
+    gl::Tensor shown = L.bug("skip_clone") ? e2 : e2.clone();  // BUG: the clone skipped
     shown.add_(1.0);
-    s2.backward();
+    err = error_of([&] { s2.backward(); });
+    if (!err.empty()) std::cout << "backward -> " << err.substr(0, err.find('\n')) << "\n";
     L.check(
-        gl::allclose(a2.grad(), a2.detach().exp() * 2.0, 1e-15, 0),
+        err.empty() && gl::allclose(a2.grad(), a2.detach().exp() * 2.0, 1e-15, 0),
         "writing into e.clone() instead leaves the saved e alone: backward works, grad = 2 exp(a)");
 
     // -----------------------------------------------------------------------------------------
@@ -262,7 +286,8 @@ int main() {
       return static_cast<double>(after) - static_cast<double>(before);
     };
     const double kept10 = kept_after(10, false), kept20 = kept_after(20, false);
-    const double flat10 = kept_after(10, true), flat20 = kept_after(20, true);
+    const bool detach = !L.bug("running_sum_no_detach");  // BUG: still total + loss
+    const double flat10 = kept_after(10, detach), flat20 = kept_after(20, detach);
     const double per_step = (kept20 - kept10) / 10, per_step_detached = (flat20 - flat10) / 10;
     std::cout << "without detach: kept after 10 steps " << kept10 << " B, after 20 steps " << kept20
               << " B (" << per_step << " B per step)\n"

@@ -63,8 +63,22 @@ double accuracy(nn::Sequential& model, const gl::Tensor& x, const gl::Tensor& y)
 
 }  // namespace
 
-int main() {
-  lesson::Lesson L("07", "the training loop");
+int main(int argc, char** argv) {
+  // Break-it switches: mistakes in the lesson's own loops (section 4's accumulation, section 6's
+  // real training run).
+  lesson::Lesson L(
+      "07", "the training loop", argc, argv,
+      {{"no_zero_grad", "section 6's training loop never calls sgd.zero_grad()",
+        "the gradient norm before clipping stays under 5 at every step"},
+       {"no_step", "section 6's training loop forgets sgd.step()",
+        "the last epoch's mean loss is under 1/5 of the first's"},
+       {"sum_reduction",
+        "section 4's criterion uses reduction = sum, so dividing each micro-batch loss by 4 no "
+        "longer makes their sum the big batch's mean",
+        "accumulating 4 micro-batches (loss / 4) gives the big batch's update"},
+       {"schedule_per_step",
+        "section 6 calls schedule.step() after every batch, not once per epoch",
+        "every recorded lr is the cosine schedule's value for its epoch"}});
   return L.run([&] {
     // -------------------------------------------------------------------------------------------
     L.section(
@@ -86,6 +100,9 @@ int main() {
         "every standardized training pixel has mean 0 (test pixels use the same shift and scale)");
 
     nn::CrossEntropyLoss criterion;
+    // BUG (sum_reduction): section 4's micro-batch losses are sums, not means
+    nn::CrossEntropyLoss accumulation_criterion(
+        nn::CrossEntropyLossOptions().reduction(L.bug("sum_reduction") ? gl::kSum : gl::kMean));
     // Every batch below comes from a DataLoader (lesson 05). Without shuffle it hands out the
     // rows in order, so each wrong order of sections 3a-3e sees the very same batches.
     // DataLoader(TensorDataset(x_train, y_train), batch_size=64)
@@ -296,7 +313,7 @@ int main() {
       gl::data::DataLoader micro(gl::data::TensorDataset(xb1, yb1),
                                  gl::data::DataLoaderOptions(16));
       for (gl::data::Batch& mb : micro) {
-        (criterion(acc(mb.data), mb.target) / 4.0).backward();  // each micro-batch mean, / 4
+        (accumulation_criterion(acc(mb.data), mb.target) / 4.0).backward();  // each mean, / 4
         criterion(sum_only(mb.data), mb.target).backward();     // forgot the 1/4
       }
       oa.step();
@@ -359,15 +376,17 @@ int main() {
                                gl::train::ProgressOptions().plain_every(static_cast<int64_t>(5 * loader.size())));
     for (int64_t epoch = 0; epoch < epochs; ++epoch) {
       for (gl::data::Batch& b : loader) {
-        sgd.zero_grad();
+        if (!L.bug("no_zero_grad")) sgd.zero_grad();  // BUG (no_zero_grad): left out
         gl::Tensor l = criterion(net(b.data), b.target);
         l.backward();
         const double gn = nn::utils::clip_grad_norm_(net->parameters(), 5.0);
-        sgd.step();
+        if (!L.bug("no_step")) sgd.step();  // BUG (no_step): left out
         history.add({epoch, step++, l.item<double>(), gn, schedule.get_last_lr()[0]});
         bar.update(history.back().loss);
+        if (L.bug("schedule_per_step")) schedule.step();  // BUG: once per batch
       }
-      schedule.step();  // once per epoch, after the optimizer steps
+      if (!L.bug("schedule_per_step"))
+        schedule.step();  // once per epoch, after the optimizer steps
       const double acc = accuracy(net, d.x_test, d.y_test);
       if (epoch == 0) first_acc = acc;
       final_acc = acc;
@@ -393,6 +412,16 @@ int main() {
     L.check(history.mean_loss(epochs - 1) < history.mean_loss(0) / 5,
             "the last epoch's mean loss is under 1/5 of the first's");
     L.check(finite, "every recorded loss and gradient norm is finite");
+    // Clipping is a safety net here, not part of the optimization: on a healthy run it never bites,
+    // and the gradient norm falls as the loss does. Gradients that pile up (no zero_grad) are
+    // clipped at every step, and their norm stays high.
+    double max_gn = 0;
+    for (int64_t e = 0; e < epochs; ++e) max_gn = std::max(max_gn, history.max_grad_norm(e));
+    L.check(max_gn < 5.0 && history.max_grad_norm(epochs - 1) < history.max_grad_norm(0) / 2,
+            "the gradient norm before clipping stays under 5 at every step (the clip never bit), "
+            "and the last epoch's largest is under half the first's (" +
+                fmt(history.max_grad_norm(0), 3) + " -> " +
+                fmt(history.max_grad_norm(epochs - 1), 3) + ")");
     bool cosine = true;  // lr(epoch) = eta_min + (lr0 - eta_min)(1 + cos(pi epoch / T)) / 2
     for (const auto& r : history.records())
       cosine = cosine &&

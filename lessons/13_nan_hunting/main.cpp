@@ -17,8 +17,11 @@
 #include <cfloat>
 #include <cmath>
 #include <gradlab/gradlab.hpp>
+#include <gradlab/ops/internal/elementwise.hpp>
+#include <gradlab/testing/mutants.hpp>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -263,8 +266,21 @@ SeqRun train_bag(BagOfTokens& model, const Sequences& s, int64_t max_len) {
 
 }  // namespace
 
-int main() {
-  lesson::Lesson L("13", "nan hunting");
+int main(int argc, char** argv) {
+  // Break-it switches: each fix of sections 5 and 6 undone, and one gradlab bug that would hide
+  // the NaN of 0 / 0 from the gradients.
+  lesson::Lesson L(
+      "13", "nan hunting", argc, argv,
+      {{"log_of_softmax", "section 5's fix keeps -log(softmax(z)[y]) instead of cross_entropy",
+        "the fix, cross_entropy (log_softmax inside), is finite"},
+       {"div_grad_hides_zero",
+        "Div's backward returns 0 where the divisor is 0 (a 'safe' backward that hides 0 / 0)",
+        "backward hands it to every sample's gradient"},
+       {"no_clamp", "section 5's fix divides by mask.sum() without clamp(min 1)",
+        "the fix, dividing by clamp(mask.sum(), min 1)"},
+       {"cap_too_long",
+        "section 6 caps sequences at twice the predicted overflow length instead of 32 tokens",
+        "tokens exp(z) cannot overflow at these weights"}});
   return L.run([&] {
     // -------------------------------------------------------------------------------------------
     L.section("1. the digits, and the order of checks");
@@ -368,7 +384,7 @@ int main() {
       for (double lr : lrs) std::cout << " " << fmt("%-6g", lr);
       std::cout << "\n";
       std::vector<double> first_bad_lr;
-      int nan_runs = 0, runs = 0;
+      int nan_runs = 0, diverged_runs = 0, ok_above_a_failure = 0, runs = 0;
       bool each_row_has_a_finite_lr = true;
       for (const Setup& s : setups) {
         std::cout << s.name << " ";
@@ -384,27 +400,40 @@ int main() {
             const std::string cell = "NaN@" + std::to_string(r.first_bad);
             std::cout << " " << cell << std::string(cell.size() < 6 ? 6 - cell.size() : 0, ' ');
           } else {
-            finite_somewhere = true;
-            std::cout << " ok    ";
+            // Finite is not healthy: a run that ends above its first loss has diverged, and is
+            // finite only because its 100 steps ended before float32 overflowed.
+            if (r.loss.back() > r.loss.front()) {
+              ++diverged_runs;
+              if (bad_lr == 0) bad_lr = lr;
+              std::cout << " div   ";
+            } else {
+              finite_somewhere = true;
+              if (bad_lr > 0) ++ok_above_a_failure;
+              std::cout << " ok    ";
+            }
           }
         }
         std::cout << "\n";
         first_bad_lr.push_back(bad_lr);
         each_row_has_a_finite_lr = each_row_has_a_finite_lr && finite_somewhere;
       }
-      std::cout << nan_runs << " of " << runs
-                << " runs went non-finite; the first LR that does: " << fmt("%g", first_bad_lr[0])
+      std::cout << nan_runs << " of " << runs << " runs went non-finite, " << diverged_runs
+                << " more diverged (div: finite, but the last loss is above the first)\n"
+                << "the first LR that fails (NaN or div): " << fmt("%g", first_bad_lr[0])
                 << " (healthy), " << fmt("%g", first_bad_lr[1]) << " (raw pixels), "
                 << fmt("%g", first_bad_lr[2]) << " (init x10), " << fmt("%g", first_bad_lr[3])
                 << " (both)\n";
       L.check(each_row_has_a_finite_lr && nan_runs > 0,
               "every set-up runs finite at a low enough LR: lowering the LR alone removes every "
               "NaN of the table");
+      L.check(diverged_runs > 0 && ok_above_a_failure == 0,
+              "no run above a failing LR is healthy: a finite cell right of a NaN one diverged "
+              "(finite is not the same as converging)");
       L.check(first_bad_lr[0] >= 3.0, "the healthy set-up stays finite up to lr 1");
       L.check(first_bad_lr[1] > 0 && first_bad_lr[1] <= first_bad_lr[0] / 10,
-              "raw pixels: the first non-finite LR is at least 10x lower than the healthy one's");
+              "raw pixels: the first failing LR is at least 10x lower than the healthy one's");
       L.check(first_bad_lr[2] > 0 && first_bad_lr[2] <= first_bad_lr[0] / 10,
-              "init x10: the first non-finite LR is at least 10x lower than the healthy one's");
+              "init x10: the first failing LR is at least 10x lower than the healthy one's");
     }
 
     // -------------------------------------------------------------------------------------------
@@ -515,7 +544,9 @@ int main() {
                   has(m, kThisFile + std::to_string(g_log_line)),
               "anomaly mode names Log and the lesson's line " + std::to_string(g_log_line) +
                   " (taken by __LINE__ beside the op)");
-      const double fixed = nn::functional::cross_entropy(z, t).item<double>();
+      const double fixed = L.bug("log_of_softmax")  // BUG: the hand-written loss kept
+                               ? hand_cross_entropy(z, t).item<double>()
+                               : nn::functional::cross_entropy(z, t).item<double>();
       // log_softmax = z - logsumexp(z): row 0 gives 0 - 120 = -120 exactly; row 1 is finite.
       const double row1 = std::log(2 + std::exp(2.0)) - 2.0;
       L.check_close(fixed, (120.0 + row1) / 2,
@@ -531,14 +562,46 @@ int main() {
       }
       std::cout << "masked mean over an empty mask: " << mm
                 << "\nanomaly mode: " << first_line(m).substr(0, 110) << " ...\n";
-      L.check(std::isnan(mm), "0 / 0 is NaN");
+      // What the NaN does next: backward through the same loss. d/dps sum(ps * mask) / n =
+      // mask / n = 0 · (1 / 0) = NaN for every sample, so one step would poison every weight.
+      std::optional<gl::testing::BackwardOverride<gl::ops_detail::Div>> div_bug;
+      if (L.bug("div_grad_hides_zero"))
+        div_bug.emplace([](gl::ops_detail::Div& op, const gl::autograd::GradList& g) {
+          const gl::Tensor b = op.b_.unpack();  // BUG: da = 0 where b = 0, instead of dc / b
+          return gl::autograd::GradList{
+              op.needs_input_grad(0) ? gl::where(gl::eq(b, 0.0), gl::zeros_like(g[0]), g[0] / b)
+                                     : gl::Tensor(),
+              op.needs_input_grad(1) ? -g[0] * op.a_.unpack() / (b * b) : gl::Tensor()};
+        });
+      gl::Tensor ps = per_sample.clone().requires_grad_(true);
+      masked_mean(ps, none).backward();
+      div_bug.reset();
+      const int64_t grad_nan = gl::isnan(ps.grad()).to(gl::kInt64).sum().item<int64_t>();
+      std::cout << "its gradient with respect to the per-sample losses: " << ps.grad() << "\n";
+      L.check(std::isnan(mm) && grad_nan == 3,
+              "0 / 0 is NaN, and backward hands it to every sample's gradient (3 of 3 NaN): one "
+              "empty batch would make every weight NaN");
       L.check(has(m, "anomaly detected in forward: Div (called at ") &&
                   has(m, kThisFile + std::to_string(g_div_line)),
               "anomaly mode names Div and the lesson's line " + std::to_string(g_div_line));
-      const double safe =
-          gl::div((per_sample * none).sum(), gl::clamp(none.sum(), 1.0)).item<double>();
-      L.check(safe == 0.0,
-              "the fix, dividing by clamp(mask.sum(), min 1), gives 0 for an empty mask");
+      auto safe_mean = [&](const gl::Tensor& per, const gl::Tensor& mask) {
+        if (L.bug("no_clamp")) return gl::div((per * mask).sum(), mask.sum());  // BUG: no clamp
+        return gl::div((per * mask).sum(), gl::clamp(mask.sum(), 1.0));
+      };
+      gl::Tensor ps0 = per_sample.clone().requires_grad_(true),
+                 ps1 = per_sample.clone().requires_grad_(true);
+      const gl::Tensor some = gl::tensor({1.0, 0.0, 1.0});
+      const gl::Tensor safe0 = safe_mean(ps0, none), safe1 = safe_mean(ps1, some);
+      safe0.backward();
+      safe1.backward();
+      std::cout << "with clamp: empty mask -> loss " << safe0.item<double>() << ", gradient "
+                << ps0.grad() << "; mask [1, 0, 1] -> loss " << safe1.item<double>()
+                << ", gradient " << ps1.grad() << "\n";
+      L.check(safe0.item<double>() == 0.0 && gl::equal(ps0.grad(), gl::zeros({3})) &&
+                  std::abs(safe1.item<double>() - 1.25) < 1e-6 &&
+                  gl::allclose(ps1.grad(), gl::tensor({0.5, 0.0, 0.5}), 1e-6, 0),
+              "the fix, dividing by clamp(mask.sum(), min 1): an empty mask gives loss 0 and "
+              "zero gradients, a non-empty one the same mean (1.25) and gradient mask / count");
 
       // (c) Born in backward: sqrt(0) = 0 is fine, its derivative 1 / (2 sqrt(0)) = inf, and
       // inf * 0 (from d(u - v)^2 = 2 (u - v) = 0) = NaN.
@@ -621,17 +684,33 @@ int main() {
       L.check(worst_rel < 1e-4, "the logit grows linearly with the length: z(L) = L a + b");
       L.check(std::abs(hi - predicted) <= 1,
               "the first length with NaN probabilities is the predicted one (within 1 token)");
-      // The cure's guarantee: any sequence of at most T tokens has z_k <= T max_t a_tk + b_k.
+      // The cure's guarantee: z_k is linear in the token counts, so the largest logit a sequence
+      // of at most `cap` tokens can reach is class k's top-slope token repeated cap times:
+      // cap max_t a_tk + b_k. Run the model on those two worst sequences.
       const int64_t T = 32;
-      double bound = -1e300;
+      const int64_t cap = L.bug("cap_too_long") ? 2 * predicted : T;  // BUG: a generous cap
+      double bound = -1e300, worst_z = -1e300;
+      bool worst_finite = true;
       for (size_t k = 0; k < 2; ++k) {
-        double top = -1e300;
-        for (size_t t = 1; t < 20; ++t) top = std::max(top, a_v[t * 2 + k]);
-        bound = std::max(bound, static_cast<double>(T) * top + b_v[k]);
+        size_t top = 1;
+        for (size_t t = 1; t < 20; ++t)
+          if (a_v[t * 2 + k] > a_v[top * 2 + k]) top = t;
+        bound = std::max(bound, static_cast<double>(cap) * a_v[top * 2 + k] + b_v[k]);
+        const gl::Tensor worst =
+            gl::full({1, cap}, static_cast<int64_t>(top), gl::TensorOptions().dtype(gl::kInt64));
+        gl::NoGradGuard no_grad;
+        worst_z = std::max(worst_z, model.logits(worst).to_vector<double>()[k]);
+        worst_finite = worst_finite &&
+                       gl::isfinite(model.probs(worst)).to(gl::kInt64).sum().item<int64_t>() == 2;
       }
-      std::cout << "no sequence of at most " << T << " tokens can give a logit above " << fmt(bound)
-                << "\n";
-      L.check(bound < limit, "so with at most 32 tokens exp(z) cannot overflow at these weights");
+      std::cout << "the worst sequence of " << cap << " tokens gives the logit " << fmt(worst_z)
+                << " (bound " << cap << " max a + b = " << fmt(bound) << "), probabilities "
+                << (worst_finite ? "finite" : "not finite") << "\n";
+      L.check(
+          worst_finite && worst_z < limit && std::abs(worst_z - bound) <= 1e-4 * std::abs(bound),
+          "so with at most " + std::to_string(cap) +
+              " tokens exp(z) cannot overflow at these weights: the worst such sequence "
+              "reaches the bound and its probabilities are finite");
       // On sequences like the data's: random tokens, lengths 5 .. 32, and three very long ones
       // (a log file, a concatenated document).
       Sequences data = make_sequences(512, 5, T, 11);
@@ -667,7 +746,7 @@ int main() {
                   std::to_string(g_exp_line));
       BagOfTokens m_plain(7), m_cut(7), m_filtered(7);
       const SeqRun plain = train_bag(m_plain, data, 0);
-      const SeqRun cut = train_bag(m_cut, data, T);
+      const SeqRun cut = train_bag(m_cut, data, cap);
       Sequences kept;
       for (size_t i = 0; i < data.seqs.size(); ++i)
         if (data.seqs[i].size() <= static_cast<size_t>(T))
@@ -675,10 +754,10 @@ int main() {
       const SeqRun filtered = train_bag(m_filtered, kept, 0);
       std::cout << "three epochs as is: first non-finite loss at step " << plain.first_bad
                 << " (rows 32..63: it holds the 3000-token row 50)\n"
-                << "truncated to 32 tokens: finite, loss " << fmt(cut.first_loss) << " -> "
-                << fmt(cut.last_loss) << "\nlonger than 32 filtered out (" << kept.seqs.size()
-                << " left): finite, loss " << fmt(filtered.first_loss) << " -> "
-                << fmt(filtered.last_loss) << "\n";
+                << "truncated to " << cap << " tokens: " << (cut.first_bad < 0 ? "finite" : "NaN")
+                << ", loss " << fmt(cut.first_loss) << " -> " << fmt(cut.last_loss)
+                << "\nlonger than 32 filtered out (" << kept.seqs.size() << " left): finite, loss "
+                << fmt(filtered.first_loss) << " -> " << fmt(filtered.last_loss) << "\n";
       L.check(plain.first_bad == 1,
               "training as is: the loss is NaN at the batch of the first long one");
       L.check(cut.first_bad < 0 && cut.last_loss < cut.first_loss,
