@@ -37,6 +37,15 @@ TEST(Sparkline, ScalesBetweenMinAndMax) {
   EXPECT_EQ(train::sparkline({}, 8), "");
 }
 
+TEST(Sparkline, OnAFixedScaleAFlatCurvePrintsFlat) {
+  // auto-scaled, a 2% drop fills the whole range; on a shared [0, 2.5] scale it stays at the top
+  EXPECT_EQ(train::sparkline({2.30, 2.29, 2.27, 2.25}, 4), "█▇▄▁");
+  EXPECT_EQ(train::sparkline({2.30, 2.29, 2.27, 2.25}, 4, 0, 2.5), "▇▇▇▇");
+  EXPECT_EQ(train::sparkline({-1, 0, 1.25, 2.5, 9}, 8, 0, 2.5), "▁▁▅██");  // clamped
+  EXPECT_EQ(train::sparkline({1, INFINITY, NAN}, 8, 0, 2.5), "▄!!");
+  EXPECT_EQ(train::sparkline({1, 2}, 8, 1, 1), "▄▄");
+}
+
 TEST(ProgressBar, PlainModeWritesPeriodicLinesAndNoControlCodes) {
   std::ostringstream out;
   {

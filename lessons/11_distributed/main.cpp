@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <gradlab/gradlab.hpp>
 #include <iostream>
 #include <set>
@@ -173,7 +174,17 @@ int main(int argc, char** argv) {
   const int rank = dist::get_rank(), world = dist::get_world_size();
   if (rank != 0) std::cout.setstate(std::ios::badbit);  // one voice: rank 0 prints
 
-  lesson::Lesson L("11", "distributed data parallel");
+  lesson::Lesson L("11", "distributed data parallel", argc, argv,
+                   {{"no_sync_left_on", "a no_sync() guard from gradient-accumulation code is still alive at backward",
+                     "every rank holds every parameter and the same averaged gradient"},
+                    {"chunk_losses_summed", "the chunks' mean losses are summed instead of one mean over the gathered outputs",
+                     "scatter/gather in one process gives the full-batch gradient"},
+                    {"one_bucket", "DDP keeps its default bucket_cap_mb (25 MB) on a 77 KB model: one bucket",
+                     "at least one bucket's all-reduce started before backward finished"},
+                    {"seed_per_rank", "each rank's loader is seeded with seed + rank: the shards no longer partition the data",
+                     "per epoch the ranks' shards are disjoint and cover the data"},
+                    {"load_non_strict", "the bare model loads the DDP dict with strict = false: nothing matches, nothing is said",
+                     "a bare model rejects them, and the error says how to remap"}});
   return L.run([&] {
     // NOTE: a rank that throws must take the job down (the others would wait in their next
     // collective); abort_job prints the error with the rank.
@@ -189,9 +200,27 @@ int main(int argc, char** argv) {
       L.say("this MLP: " + std::to_string(nparams) + " parameters; weights + grads + Adam state in float64: " +
             lesson::fmt(state_mb, 2) + " MB per rank, the same on every rank.");
       {
+        // One synchronized backward on this rank's own batch: measured, every rank then holds a
+        // gradient for every parameter, and the same one (the average over the ranks).
         DistributedDataParallel probe(make_mlp(kSeed));
-        L.check(on_all_ranks(probe.num_parameters() == nparams),
-                "a DDP replica holds every parameter: DDP divides the data, not the model's memory");
+        gl::Tensor idx = global_indices(d.n(), world, 0, 0).narrow(0, rank * kB, kB);
+        {
+          std::optional<nn::parallel::DistributedDataParallelBase::NoSyncGuard> left_on;
+          if (L.bug("no_sync_left_on")) left_on.emplace(probe);  // as `auto guard = ddp.no_sync();`
+          nn::functional::cross_entropy(probe(d.x.index_select(0, idx)), d.y.index_select(0, idx)).backward();
+        }
+        int64_t with_grad = 0;
+        std::vector<gl::Tensor> grads;
+        for (const gl::Tensor& p : probe.parameters())
+          if (p.grad().defined()) with_grad += p.numel(), grads.push_back(p.grad());
+        const auto all_grads = gather(flat(grads));
+        bool same = true;
+        for (const auto& g : all_grads) same = same && g == all_grads[0];
+        L.say("after one backward: " + std::to_string(with_grad) + " of " + std::to_string(nparams) +
+              " parameters hold a gradient on this rank; the ranks' gradients " + (same ? "agree" : "differ"));
+        L.check(on_all_ranks(with_grad == nparams && same),
+                "every rank holds every parameter and the same averaged gradient: DDP divides the data, not the "
+                "model's memory");
       }
       const auto per_rank = data::DistributedSampler(rank, world).num_samples(d.n());
       L.say("samples per epoch: " + std::to_string(d.n()) + " in one process, " + std::to_string(per_rank) +
@@ -202,6 +231,8 @@ int main(int argc, char** argv) {
       L.section("2. DataParallel (one process) vs DistributedDataParallel (one process per device)");
       L.say("DataParallel: one process copies the weights to every device, scatters the batch,");
       L.say("gathers the outputs, and reduces the gradients back, every step, from one thread.");
+      L.say("gradlab has no DataParallel; below is only its arithmetic, scatter and gather in one process:");
+      L.say("one model over the chunks of the batch, no replicas, no threads (the copies are what costs).");
       {
         // Scatter/gather in one process: chunks of the batch through the same weights, outputs
         // gathered, one loss. Correct, but all of it runs (and is copied) in this one process.
@@ -213,7 +244,14 @@ int main(int argc, char** argv) {
         m->zero_grad();
         std::vector<gl::Tensor> outs;
         for (int64_t c = 0; c < world; ++c) outs.push_back(m->forward(x.narrow(0, c * kB, kB)));  // "replica" c
-        nn::functional::cross_entropy(gl::cat(outs, 0), y).backward();                        // gather
+        if (L.bug("chunk_losses_summed")) {  // each chunk's mean loss, summed: the gradient x N
+          gl::Tensor loss = gl::zeros({}, kF64);
+          for (int64_t c = 0; c < world; ++c)
+            loss = loss + nn::functional::cross_entropy(outs[static_cast<size_t>(c)], y.narrow(0, c * kB, kB));
+          loss.backward();
+        } else {
+          nn::functional::cross_entropy(gl::cat(outs, 0), y).backward();  // gather, one loss
+        }
         const double dp = lesson::max_abs_diff(flat({m->parameters()[0].grad()}), whole);
         L.check(on_all_ranks(dp <= 1e-12),
                 "scatter/gather in one process gives the full-batch gradient (max diff " +
@@ -228,6 +266,19 @@ int main(int argc, char** argv) {
               std::to_string(in_buckets) + " numbers per step, whatever the batch size,");
         L.say("in buckets whose all-reduce starts during backward, on every rank at once.");
         L.check(on_all_ranks(in_buckets == nparams), "DDP's buckets hold exactly the parameters' gradients, once");
+        // 77 KB of gradients fill one bucket of the default 25 MB: nothing could start before
+        // backward ends. With 0.02 MB buckets (about 20 KB) there are several, and the first one,
+        // the last layer's gradients (buckets go in reverse order), starts while backward still
+        // computes the first layer's.
+        const double cap = L.bug("one_bucket") ? 25.0 : 0.02;
+        DistributedDataParallel small(make_mlp(kSeed), nn::parallel::DDPOptions().bucket_cap_mb(cap));
+        gl::Tensor idx = global_indices(d.n(), world, 0, 0).narrow(0, rank * kB, kB);
+        nn::functional::cross_entropy(small(d.x.index_select(0, idx)), d.y.index_select(0, idx)).backward();
+        const auto& st = small.stats();
+        L.say("bucket_cap_mb(" + lesson::fmt(cap, 2) + "): " + std::to_string(st.buckets) + " buckets, " +
+              std::to_string(st.launched_during_backward) + " of them all-reduced while backward still ran");
+        L.check(on_all_ranks(st.buckets >= 2 && st.launched_during_backward >= 1),
+                "with small buckets, at least one bucket's all-reduce started before backward finished (the overlap)");
         L.say("so the work per rank stays constant as ranks are added: that is why DDP scales.");
       }
 
@@ -252,8 +303,33 @@ int main(int argc, char** argv) {
               " per rank (" + std::to_string(total - d.n()) + " repeated to even out the ranks)");
         L.check(on_all_ranks(seen.size() == d.n() && total - d.n() < static_cast<size_t>(world)),
                 "together the shards cover every sample; fewer than N are repeated (the padding)");
-        auto e1 = data::DistributedSampler(rank, world).indices(d.n(), kSeed, 1);
-        L.check(on_all_ranks(e1 != ids), "loader.set_epoch(e) / the next epoch reshuffles (same order on every rank)");
+        // Through the DataLoader, as training sees it: loader.set_epoch(e) at the start of each
+        // epoch, every rank's sample indices gathered and compared.
+        data::DataLoader loader(
+            data::TensorDataset(d.x, d.y),
+            data::DataLoaderOptions(kB).seed(L.bug("seed_per_rank") ? kSeed + static_cast<uint64_t>(rank) : kSeed)
+                .sampler(std::make_shared<data::DistributedSampler>(rank, world)));
+        std::vector<std::vector<std::vector<double>>> per_epoch;  // [epoch][rank] -> indices
+        for (uint64_t e = 0; e < 2; ++e) {
+          loader.set_epoch(e);
+          std::vector<double> got;
+          for (data::Batch& b : loader) got.insert(got.end(), b.indices.begin(), b.indices.end());
+          per_epoch.push_back(gather(got));
+        }
+        bool partition = true, reshuffled = true;
+        for (int e = 0; e < 2; ++e) {
+          std::set<double> u;
+          size_t tot = 0;
+          for (const auto& v : per_epoch[static_cast<size_t>(e)]) u.insert(v.begin(), v.end()), tot += v.size();
+          partition = partition && u.size() == d.n() && tot - d.n() < static_cast<size_t>(world);
+        }
+        for (int r = 0; r < world; ++r) reshuffled = reshuffled && per_epoch[0][static_cast<size_t>(r)] != per_epoch[1][static_cast<size_t>(r)];
+        L.say("loader.set_epoch(0), set_epoch(1): rank 0's first indices " +
+              lesson::fmt(per_epoch[0][0][0], 0) + ", " + lesson::fmt(per_epoch[0][0][1], 0) + " then " +
+              lesson::fmt(per_epoch[1][0][0], 0) + ", " + lesson::fmt(per_epoch[1][0][1], 0));
+        L.check(on_all_ranks(partition && reshuffled),
+                "per epoch the ranks' shards are disjoint and cover the data (set_epoch), and each rank's shard "
+                "changes from epoch to epoch");
       }
 
       L.section("4. N ranks x batch B == one process x batch N*B");
@@ -276,8 +352,17 @@ int main(int argc, char** argv) {
         gl::StateDict sd = wrapped.state_dict();
         L.say("DDP keys: " + lesson::join(sd.keys()));
         nn::Sequential bare = make_mlp(7);
-        L.check_throws([&] { bare->load_state_dict(sd); }, "io::strip_prefix(dict, \"module.\")",
-                       "a bare model rejects them, and the error says how to remap (lesson 09)");
+        std::string why;
+        try {
+          bare->load_state_dict(sd, /*strict=*/!L.bug("load_non_strict"));
+        } catch (const std::exception& e) {
+          why = e.what();
+        }
+        const std::string first = why.substr(0, why.find('\n'));
+        L.say(why.empty() ? std::string("         (no exception was thrown)")
+                          : "         error: " + first + (first.size() < why.size() ? " ..." : ""));
+        L.check(on_all_ranks(why.find("io::strip_prefix(dict, \"module.\")") != std::string::npos),
+                "a bare model rejects them, and the error says how to remap (lesson 09), on every rank");
         L.check(on_all_ranks(bare->load_state_dict(io::strip_prefix(sd, "module.")).ok() &&
                              flat(bare->parameters()) == flat(wrapped.parameters())),
                 "io::strip_prefix(dict, \"module.\") loads them into the bare model");

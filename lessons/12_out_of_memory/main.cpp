@@ -69,6 +69,10 @@ struct StepPeaks {
 };
 
 // One SGD step of `model` on `batch` rows of d, the loss split over `accum` micro-batches.
+// The device autocast is asked for: the planted bug autocast_cuda asks for CUDA while the model
+// runs on the CPU, so nothing is cast (as torch.autocast("cuda") around a CPU model).
+gl::DeviceType g_autocast_device = gl::kCPU;
+
 StepPeaks train_step(nn::Sequential& model, optim::Optimizer& opt, const Data& d, int64_t batch, int accum = 1,
                      bool autocast = false) {
   gl::memory::PhasePeaks phases;
@@ -79,7 +83,7 @@ StepPeaks train_step(nn::Sequential& model, optim::Optimizer& opt, const Data& d
     gl::Tensor loss;
     {
       auto s = phases.measure("forward");
-      gl::amp::autocast ac(gl::kCPU, std::nullopt, autocast);
+      gl::amp::autocast ac(g_autocast_device, std::nullopt, autocast);
       loss = F::cross_entropy(model(d.x.narrow(0, k * micro, micro)), d.y.narrow(0, k * micro, micro));
       loss = loss / static_cast<double>(accum);  // each micro-batch loss is a mean: average them
     }
@@ -97,7 +101,7 @@ StepPeaks train_step(nn::Sequential& model, optim::Optimizer& opt, const Data& d
 // Bytes a forward leaves alive for backward (the saved activations and the loss).
 std::size_t held_after_forward(nn::Sequential& model, const Data& d, int64_t batch, bool autocast) {
   const std::size_t before = gl::memory::allocated();
-  gl::amp::autocast ac(gl::kCPU, std::nullopt, autocast);
+  gl::amp::autocast ac(g_autocast_device, std::nullopt, autocast);
   gl::Tensor loss = F::cross_entropy(model(d.x.narrow(0, 0, batch)), d.y.narrow(0, 0, batch));
   return gl::memory::allocated() - before;
 }
@@ -118,8 +122,14 @@ std::string mib(std::size_t n) { return format_bytes(n); }
 
 }  // namespace
 
-int main() {
-  lesson::Lesson L("12", "out of memory");
+int main(int argc, char** argv) {
+  lesson::Lesson L("12", "out of memory", argc, argv,
+                   {{"stale_limit", "an earlier memory::set_limit (90% of the limit) is left in force after the LimitGuard",
+                     "the message's numbers are the real ones"},
+                    {"bf16_model", "the model itself is cast to bfloat16 (model->to(kBFloat16)) instead of autocast",
+                     "the weights, their gradients and Adam's state are float32 after the autocast step"},
+                    {"autocast_cuda", "autocast is asked for CUDA while the model runs on the CPU: nothing is cast",
+                     "the step's peak does not halve, it grows"}});
   return L.run([&] {
     gl::memory::empty_cache();
     const Data data = make_data(kBig);
@@ -169,6 +179,8 @@ int main() {
     const std::size_t limit = gl::memory::allocated() + by_batch[0].total + (by_batch[2].total - by_batch[0].total) / 2;
     std::cout << "memory::set_limit(" << mib(limit) << ")\n";
     auto guard = std::make_unique<gl::memory::LimitGuard>(limit);  // until the end of section 3
+    if (L.bug("stale_limit")) gl::memory::set_limit(limit / 10 * 9);  // an earlier experiment's limit
+    const std::size_t alive_before = gl::memory::allocated();
     std::string message;
     try {
       train_step(model, adam, data, kBig);
@@ -178,9 +190,21 @@ int main() {
     std::cout << "  " << message.substr(0, message.find("; expected")) << "\n";
     L.check(!message.empty(), "a batch-" + std::to_string(kBig) +
                                   " step throws OutOfMemoryError (the error CUDA's allocator throws)");
-    L.check(message.find("requested ") != std::string::npos && message.find("allocated ") != std::string::npos &&
-                message.find("cached ") != std::string::npos && message.find("limit ") != std::string::npos,
-            "the message gives the bytes requested, allocated, cached and the limit");
+    // "requested 4.00 MiB (4194304 bytes), allocated ... (N bytes) ..., limit ... (N bytes)":
+    // the exact byte counts, read back and compared with what the lesson knows.
+    auto bytes_after = [&](const std::string& word) -> long long {
+      const std::size_t at = message.rfind(word + " ");
+      if (at == std::string::npos) return -1;
+      const std::size_t open = message.find('(', at);
+      return open == std::string::npos ? -1 : std::atoll(message.c_str() + open + 1);
+    };
+    const long long req = bytes_after("requested"), alloc = bytes_after("allocated"), lim = bytes_after("limit");
+    std::cout << "  read back: requested " << req << ", allocated " << alloc << ", limit " << lim
+              << " bytes; alive before the step " << alive_before << ", the limit set " << limit << "\n";
+    L.check(lim == static_cast<long long>(limit) && req > 0 && alloc >= static_cast<long long>(alive_before) &&
+                alloc <= lim && alloc + req > lim && message.find("cached ") != std::string::npos,
+            "the message's numbers are the real ones: the limit set, live bytes at least those alive before the "
+            "step, and requested + allocated over the limit");
     L.check(message.find("smaller batch") != std::string::npos &&
                 message.find("gradient accumulation") != std::string::npos &&
                 message.find("checkpointing") != std::string::npos && message.find("NoGradGuard") != std::string::npos,
@@ -253,6 +277,7 @@ int main() {
 
     // -------------------------------------------------------------------------------------------
     L.section("7. fix: bfloat16 autocast");
+    if (L.bug("autocast_cuda")) g_autocast_device = gl::kCUDA;
     {
       const int64_t h = kBig / 2;
       const std::size_t f1 = held_after_forward(model, data, h, false), f2 = held_after_forward(model, data, kBig, false);
@@ -270,16 +295,33 @@ int main() {
               "per sample, the activations kept for backward roughly halve (the bfloat16 copy of the input is extra)");
       L.check(fixed_b > fixed_f + 0.7 * static_cast<double>(weights) / 2,
               "but autocast keeps bfloat16 copies of the weights for backward: a fixed cost, not per sample");
-      bool float32_state = true;
-      for (const gl::Tensor& p : model->parameters()) float32_state = float32_state && p.dtype() == gl::kFloat32;
-      const StepPeaks pf = train_step(model, adam, data, kBig), pb = train_step(model, adam, data, kBig, 1, true);
+      const StepPeaks pf = train_step(model, adam, data, kBig);
+      if (L.bug("bf16_model")) model->to(gl::kBFloat16);  // "to save memory": weights and all in bfloat16
+      const StepPeaks pb = train_step(model, adam, data, kBig, 1, true);
+      // Looked at after the autocast step: every weight, its gradient and Adam's moments.
+      int checked = 0, float32 = 0;
+      for (const gl::Tensor& p : model->parameters()) {
+        std::vector<gl::Tensor> ts{p, p.grad()};
+        if (adam.has_state(p))
+          for (const auto& [name, t] : adam.state(p))
+            if (name != "step") ts.push_back(t);
+        for (const gl::Tensor& t : ts) {
+          ++checked;
+          float32 += t.defined() && t.dtype() == gl::kFloat32;
+        }
+      }
+      std::cout << "after the autocast step: " << float32 << " of " << checked
+                << " tensors (weights, gradients, Adam's exp_avg and exp_avg_sq) are float32\n";
       std::cout << "batch " << kBig << " step: float32 +" << mib(pf.total) << ", autocast +" << mib(pb.total)
                 << "; weights, gradients and Adam state stay float32 (" << mib(4 * weights) << ")\n";
-      L.check(float32_state, "the weights (and so gradients and optimizer state) stay float32: "
-                             "\"halves memory\" holds for activations only");
-      L.check(pb.total > pf.total / 2,
-              "and the step's peak does not halve: gradlab's CPU kernels compute bfloat16 through float32 "
-              "working copies, which are alive while an op runs");
+      L.check(checked == 4 * static_cast<int>(model->parameters().size()) && float32 == checked,
+              "the weights, their gradients and Adam's state are float32 after the autocast step: "
+              "\"halves memory\" holds for activations only");
+      const double step_ratio = static_cast<double>(pb.total) / static_cast<double>(pf.total);
+      std::cout << "autocast step / float32 step peak: x" << fmt(step_ratio, 2) << "\n";
+      L.check(step_ratio > 1.05 && step_ratio < 1.6,
+              "the step's peak does not halve, it grows (x1.05 .. x1.6): gradlab's CPU kernels compute bfloat16 "
+              "through float32 working copies, which are alive while an op runs");
     }
 
     // -------------------------------------------------------------------------------------------

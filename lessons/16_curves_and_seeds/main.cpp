@@ -49,6 +49,8 @@ struct Curves {
   std::vector<double> loss, grad_norm, lr;
   std::vector<double> train_epoch_loss, val_loss;  // per epoch (section 4)
   double test_accuracy = 0;
+  double init_weight_sum = 0;            // sum of the first layer's initial weights
+  std::vector<int64_t> first_batch;      // the labels of the first batch, in order
   std::optional<std::string> stopped;  // the Monitor's message when the loss went non-finite
 };
 
@@ -56,6 +58,7 @@ enum class Sched { kNone, kStepPerEpoch, kStepPerBatch };
 
 struct Run {
   uint64_t seed = 0;
+  std::optional<uint64_t> loader_seed;  // a planted bug fixes it; by default the run's seed
   double lr = 0.05;
   double momentum = 0.9;
   int64_t epochs = 6;
@@ -95,17 +98,19 @@ train::RunInfo run_info(const Run& r) {
 Curves train_digits(const Data& d, const Run& r, train::Monitor* monitor = nullptr) {
   gl::manual_seed(r.seed);
   nn::Sequential model = make_mlp();
+  Curves c;
+  c.init_weight_sum = model->at<nn::LinearImpl>(0).weight.sum().item<double>();
   optim::SGD opt(model->parameters(), optim::SGDOptions(r.lr).momentum(r.momentum));
   std::optional<optim::StepLR> sched;
   if (r.sched != Sched::kNone) sched.emplace(opt, 2, 0.1);  // lr x 0.1 every 2 epochs
   gl::data::DataLoader loader(gl::data::TensorDataset(d.x_train, d.y_train),
-                              gl::data::DataLoaderOptions(64).shuffle(true).seed(r.seed));
+                              gl::data::DataLoaderOptions(64).shuffle(true).seed(r.loader_seed.value_or(r.seed)));
   nn::CrossEntropyLoss criterion;
-  Curves c;
   int64_t step = 0;
   try {
     for (int64_t epoch = 0; epoch < r.epochs; ++epoch) {
       for (gl::data::Batch& b : loader) {
+        if (step == 0) c.first_batch = b.target.to_vector<int64_t>();
         opt.zero_grad();
         gl::Tensor loss = criterion(model(b.data), b.target);
         loss.backward();
@@ -191,10 +196,37 @@ std::pair<int, std::string> run_command(const std::string& cmd) {
 
 std::string quoted(const fs::path& p) { return "'" + p.string() + "'"; }
 
+// The loss sparklines that are compared (seeds, learning rates) share one scale, 0 .. 2.5 (the
+// first loss is about ln 10 = 2.30): auto-scaled, a curve that drops 2% fills the whole range and
+// looks like a full descent.
+constexpr double kLossTop = 2.5;
+
+// matplotlib's first three line colours (tab:blue, tab:orange, tab:green): the curves in the
+// order plot_curves.py draws them.
+const char* const kLineColours = "1f77b4 ff7f0e 2ca02c";
+
+// Decodes a PNG (tools/png_colors.py) and returns width, height and, per colour, how many of its
+// pixels have that colour; empty when it does not decode.
+std::vector<long> png_colours(const std::string& py, const fs::path& src, const fs::path& png,
+                              const std::string& colours) {
+  const auto [rc, out] = run_command(py + " " + quoted(src / "tools" / "png_colors.py") + " " +
+                                     quoted(png) + " " + colours);
+  std::vector<long> v;
+  if (rc != 0) return v;
+  std::istringstream in(out);
+  long x;
+  while (in >> x) v.push_back(x);
+  return v;
+}
+
 }  // namespace
 
-int main() {
-  lesson::Lesson L("16", "curves and seeds");
+int main(int argc, char** argv) {
+  lesson::Lesson L("16", "curves and seeds", argc, argv,
+                   {{"loader_seed_fixed", "the DataLoader's seed is hard-coded to 0: every run shuffles the same way",
+                     "every seed draws other initial weights and another batch order"},
+                    {"plot_same_csv", "a copy-paste slip gives plot_curves.py the good run's CSV three times",
+                     "the PNGs decode and every curve's colour covers"}});
   return L.run([&] {
     const gl::data::DigitsSplit digits = gl::data::load_digits_split();
     const Data d{digits.train.data(), digits.train.targets(), digits.test.data(),
@@ -278,15 +310,17 @@ int main() {
     for (uint64_t s = 1; s < 5; ++s) {
       Run r = base;
       r.seed = s;
+      if (L.bug("loader_seed_fixed")) r.loader_seed = 0;  // a hard-coded DataLoader seed
       seeds.push_back(train_digits(d, r));
     }
     std::vector<double> final_loss, acc;
+    std::cout << "(the loss sparklines share one scale: 0 .. " << fmt(kLossTop, 1) << ")\n";
     for (size_t s = 0; s < seeds.size(); ++s) {
       final_loss.push_back(mean_of(seeds[s].loss, seeds[s].loss.size() - 23, seeds[s].loss.size()));
       acc.push_back(seeds[s].test_accuracy);
       std::cout << "seed " << s << ": last-epoch mean loss " << fmt(final_loss.back())
                 << ", test accuracy " << fmt(acc.back()) << "  "
-                << train::sparkline(seeds[s].loss, 23) << "\n";
+                << train::sparkline(seeds[s].loss, 23, 0, kLossTop) << "\n";
     }
     const auto [amin, amax] = std::minmax_element(acc.begin(), acc.end());
     const double amean = std::accumulate(acc.begin(), acc.end(), 0.0) / acc.size();
@@ -295,11 +329,22 @@ int main() {
     const double astd = std::sqrt(var / (acc.size() - 1));
     std::cout << "test accuracy over 5 seeds: mean " << fmt(amean) << ", std " << fmt(astd)
               << ", range " << fmt(*amin) << " .. " << fmt(*amax) << "\n";
-    bool all_differ = true;
+    // The seed must reach both sources of randomness: the initial weights (gl::manual_seed) and
+    // the batch order (the DataLoader's seed). Each is compared on its own, pair by pair.
+    int same_weights = 0, same_order = 0;
     for (size_t a = 0; a < seeds.size(); ++a)
-      for (size_t b = a + 1; b < seeds.size(); ++b)
-        all_differ = all_differ && seeds[a].loss[0] != seeds[b].loss[0];
-    L.check(all_differ, "every seed starts from another loss (other weights, other batches)");
+      for (size_t b = a + 1; b < seeds.size(); ++b) {
+        same_weights += seeds[a].init_weight_sum == seeds[b].init_weight_sum;
+        same_order += seeds[a].first_batch == seeds[b].first_batch;
+      }
+    std::cout << "first batch's labels: seed 0 " << fmt(seeds[0].first_batch[0], 0) << " "
+              << fmt(seeds[0].first_batch[1], 0) << " " << fmt(seeds[0].first_batch[2], 0)
+              << " ..., seed 1 " << fmt(seeds[1].first_batch[0], 0) << " "
+              << fmt(seeds[1].first_batch[1], 0) << " " << fmt(seeds[1].first_batch[2], 0)
+              << " ...; pairs of seeds with the same initial weights: " << same_weights
+              << ", the same first batch: " << same_order << " (of 10)\n";
+    L.check(same_weights == 0 && same_order == 0,
+            "every seed draws other initial weights and another batch order (all 10 pairs differ in both)");
     L.check(*amax - *amin > 0 && *amax - *amin < 0.04,
             "the seeds' test accuracies differ, by less than 4 points (" +
                 fmt(100 * (*amax - *amin), 1) + "): one run's number carries this much noise");
@@ -309,6 +354,7 @@ int main() {
     const std::vector<std::pair<std::string, double>> lrs = {
         {"high", 0.5}, {"low", 0.0005}, {"good", 0.05}};
     std::map<std::string, Curves> by_lr;
+    std::cout << "(the loss sparklines share one scale: 0 .. " << fmt(kLossTop, 1) << ")\n";
     for (const auto& [name, lr] : lrs) {
       Run r = base;
       r.lr = lr;
@@ -319,7 +365,7 @@ int main() {
       by_lr[name] = train_digits(d, r, &mon);
       const Curves& c = by_lr[name];
       std::cout << "lr " << std::setw(6) << lr << " (" << name << "): epoch means "
-                << list(epoch_means(c.loss)) << "  " << train::sparkline(c.loss, 23)
+                << list(epoch_means(c.loss)) << "  " << train::sparkline(c.loss, 23, 0, kLossTop)
                 << (c.stopped ? "  (stopped at step " + std::to_string(c.loss.size() - 1) + ")" : "")
                 << "\n";
     }
@@ -369,8 +415,10 @@ int main() {
         std::cout << "epoch " << std::setw(3) << e + 1 << ": train loss " << fmt(tr[e])
                   << ", validation loss " << fmt(va[e]) << (e == best ? "  <- lowest validation loss" : "")
                   << "\n";
-      std::cout << "train      " << train::sparkline(tr, 50) << "\n"
-                << "validation " << train::sparkline(va, 50) << "\n";
+      const double top = std::max(*std::max_element(tr.begin(), tr.end()), *std::max_element(va.begin(), va.end()));
+      std::cout << "(one scale: 0 .. " << fmt(top, 2) << ")\n"
+                << "train      " << train::sparkline(tr, 50, 0, top) << "\n"
+                << "validation " << train::sparkline(va, 50, 0, top) << "\n";
       L.check(tr.back() < 0.01, "the training loss goes to ~0: the 100 images are learned by heart");
       L.check(va.back() > 1.5 * va[best] && best < 100,
               "the validation loss has its minimum at epoch " + std::to_string(best + 1) +
@@ -397,8 +445,9 @@ int main() {
       for (size_t s : {0, 1, 2, 3, 22, 23, 46, 137})
         std::cout << "step " << std::setw(3) << s << " (epoch " << s / 23 << "): lr per epoch "
                   << fmt("%.0e", cr.lr[s]) << ", per batch " << fmt("%.0e", cw.lr[s]) << "\n";
-      std::cout << "lr per epoch " << train::sparkline(cr.lr, 46) << "\n"
-                << "lr per batch " << train::sparkline(cw.lr, 46) << "\n";
+      std::cout << "(one scale: 0 .. 0.05)\n"
+                << "lr per epoch " << train::sparkline(cr.lr, 46, 0, 0.05) << "\n"
+                << "lr per batch " << train::sparkline(cw.lr, 46, 0, 0.05) << "\n";
       std::set<double> distinct_right(cr.lr.begin(), cr.lr.end());
       L.check(distinct_right.size() == 3 && cr.lr[45] == 0.05 && cr.lr[46] == 0.05 * 0.1,
               "stepped per epoch, the lr curve is a staircase of 3 steps: 0.05 for epochs 1-2, "
@@ -420,9 +469,12 @@ int main() {
     const std::string py = fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
     if (run_command(py + " -c 'import matplotlib'").first == 0) {
       const fs::path png = out / "lr_curves.png";
+      // the planted bug: a copy-paste slip passes the good run's file three times
+      const bool same = L.bug("plot_same_csv");
       const std::string cmd = py + " " + quoted(src / "tools" / "plot_curves.py") + " " +
-                              quoted(out / "lr_high.csv") + " " + quoted(out / "lr_good.csv") +
-                              " " + quoted(out / "lr_low.csv") +
+                              quoted(out / (same ? "lr_good.csv" : "lr_high.csv")) + " " +
+                              quoted(out / "lr_good.csv") + " " +
+                              quoted(out / (same ? "lr_good.csv" : "lr_low.csv")) +
                               " --label 'lr 0.5 (too high)' --label 'lr 0.05 (good)'"
                               " --label 'lr 0.0005 (too low)' --out " + quoted(png);
       const fs::path png2 = out / "scheduler.png";
@@ -432,10 +484,26 @@ int main() {
                                " --label 'StepLR per epoch' --label 'StepLR per batch (wrong)'"
                                " --out " + quoted(png2);
       const int rc = run_command(cmd).first, rc2 = run_command(cmd2).first;
-      const std::string head = slurp(png).substr(0, 8), head2 = slurp(png2).substr(0, 8);
       std::cout << "plotted: " << png.string() << ", " << png2.string() << "\n";
-      L.check(rc == 0 && rc2 == 0 && head == "\x89PNG\r\n\x1a\n" && head2 == head,
-              "plot_curves.py drew the three lr runs and the two schedulers as PNG files");
+      // A PNG header says nothing about what was drawn: decode the pictures and count, per
+      // curve, the pixels of its colour (each curve is drawn in three panels: loss, |grad|, lr;
+      // its legend sample alone is about 30 pixels).
+      const std::vector<long> p1 = png_colours(py, src, png, kLineColours);
+      const std::vector<long> p2 = png_colours(py, src, png2, std::string(kLineColours).substr(0, 13));
+      auto show = [](const std::vector<long>& v) {
+        std::ostringstream t;
+        if (v.size() < 2) return std::string("does not decode");
+        t << v[0] << "x" << v[1] << " px; curve pixels";
+        for (size_t i = 2; i < v.size(); ++i) t << " " << v[i];
+        return t.str();
+      };
+      std::cout << png.filename().string() << ": " << show(p1) << "\n"
+                << png2.filename().string() << ": " << show(p2) << "\n";
+      const long least1 = p1.size() == 5 ? *std::min_element(p1.begin() + 2, p1.end()) : 0;
+      const long least2 = p2.size() == 4 ? *std::min_element(p2.begin() + 2, p2.end()) : 0;
+      L.check(rc == 0 && rc2 == 0 && least1 >= 150 && least2 >= 150,
+              "plot_curves.py drew the three lr runs and the two schedulers: the PNGs decode and every "
+              "curve's colour covers at least 150 pixels");
     } else {
       std::cout << "plots skipped: " << py << " has no matplotlib (tools/setup.sh installs "
                 << "python3-matplotlib)\n";

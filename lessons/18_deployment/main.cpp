@@ -74,8 +74,16 @@ gl::Tensor branchy(const gl::Tensor& x) {
 
 }  // namespace
 
-int main() {
-  lesson::Lesson L("18", "deployment: eval, trace, compile, ONNX");
+int main(int argc, char** argv) {
+  lesson::Lesson L("18", "deployment: eval, trace, compile, ONNX", argc, argv,
+                   {{"test_in_train_mode", "the Dropout demo runs test digits through the model in training mode",
+                     "BatchNorm's running statistics hold training images only"},
+                    {"bn_left_in_train", "only Dropout is put in eval mode; BatchNorm stays in training mode",
+                     "a digit's output does not depend on its batch"},
+                    {"trace_on_negative", "branchy is traced on -ones instead of ones",
+                     "the trace froze the x > 0 branch"},
+                    {"stale_onnx", "the export goes to another path; an earlier run's file is left in its place",
+                     "the exported file holds this model's trained weights"}});
   return L.run([&] {
     // -------------------------------------------------------------------------------------------
     L.section("1. A trained model, in eval mode and under no_grad");
@@ -91,21 +99,53 @@ int main() {
       gl::nn::functional::cross_entropy(model(xtr), ytr).backward();
       opt.step();
     }
-    gl::Tensor probe = xte.narrow(0, 0, 8);
-    gl::Tensor a = model(probe), b = model(probe);
+    // Dropout's randomness is shown on a training batch: a training-mode forward writes the
+    // batch's statistics into BatchNorm's running ones (even under no_grad, even without
+    // backward), so a test image must never go through the model in training mode (lesson 08).
+    nn::BatchNorm1dImpl* bn = &model->at<nn::BatchNorm1dImpl>(1);
+    const gl::Tensor rm0 = bn->running_mean.clone();
+    const bool test_in_train_mode = L.bug("test_in_train_mode");
+    gl::Tensor shown = test_in_train_mode ? xte.narrow(0, 0, 8) : xtr.narrow(0, 0, 8);
+    gl::Tensor a = model(shown), b = model(shown);
     L.check(!gl::equal(a, b), "in training mode two calls differ (Dropout draws new masks)");
-    model->eval();
-    gl::Tensor c, d;
+    // Each training-mode call did running_mean = 0.9 running_mean + 0.1 mean(batch of h), h the
+    // first Linear's output (not changed: no optimizer step): what went in is known exactly.
+    gl::Tensor h_train;
+    {
+      gl::NoGradGuard no_grad;
+      h_train = model->at<nn::LinearImpl>(0).forward(xtr.narrow(0, 0, 8)).mean({0});
+    }
+    const gl::Tensor rm_want = rm0 * (0.9 * 0.9) + h_train * (1.0 - 0.9 * 0.9);
+    const double rm_err = lesson::max_abs_diff(bn->running_mean, rm_want);
+    std::cout << "running_mean after the two calls vs 0.81 rm + 0.19 mean(h(train batch)): max diff "
+              << fmt("%.1e", rm_err) << "\n";
+    L.check(rm_err < 1e-5, "BatchNorm's running statistics hold training images only, no test image");
+    if (L.bug("bn_left_in_train")) {
+      model->ptr(3)->eval();  // only Dropout switched off: BatchNorm stays in training mode
+    } else {
+      model->eval();
+    }
+    const gl::Tensor rm1 = bn->running_mean.clone();
+    gl::Tensor probe = xte.narrow(0, 0, 8);
+    gl::Tensor c, d, pair;
     {
       gl::NoGradGuard no_grad;
       c = model(probe), d = model(probe);
+      pair = model(probe.narrow(0, 0, 2));  // (one digit alone: BatchNorm in training mode refuses)
     }
     L.check(gl::equal(c, d), "in eval mode the same input gives the same output, bit for bit");
+    const double other_batch = lesson::max_abs_diff(pair, c.narrow(0, 0, 2));
+    std::cout << "test digits 0-1 in a batch of 2 vs in a batch of 8: max diff " << fmt("%.1e", other_batch)
+              << "\n";
+    L.check(other_batch < 1e-5,
+            "in eval mode a digit's output does not depend on its batch: BatchNorm uses running statistics");
     L.check(!c.requires_grad() && c.grad_fn() == nullptr,
             "under NoGradGuard no graph is recorded (no grad_fn)");
     const double acc = accuracy(model, xte, yte);
     std::cout << "test accuracy (eval mode): " << fmt(acc, 3) << "\n";
     L.check(acc > 0.9, "the model is worth deploying: test accuracy above 0.9");
+    L.check(gl::equal(bn->running_mean, rm1),
+            "inference on all 360 test digits left BatchNorm's running statistics untouched");
 
     // -------------------------------------------------------------------------------------------
     L.section("2. jit::trace: the forward as a graph, and what a trace cannot see");
@@ -126,11 +166,15 @@ int main() {
     gl::jit::TraceOptions quiet;
     quiet.print_warnings = false;
     gl::Tensor pos = gl::ones({3}), neg = -gl::ones({3});
-    gl::jit::Graph gb = gl::jit::trace(branchy, pos, quiet);
+    // The planted bug traces on the wrong example input: a trace is only as good as its example.
+    gl::jit::Graph gb = gl::jit::trace(branchy, L.bug("trace_on_negative") ? neg : pos, quiet);
     std::cout << "branchy traced on ones: " << lesson::join(gb.kinds()) << "\n"
               << (gb.warnings.empty() ? "(no warning)" : gb.warnings[0].substr(0, 60) + " ...") << "\n";
     L.check(gb.warnings.size() == 1, "item() inside the traced function raises a TracerWarning");
-    L.check(!gl::allclose(gb.replay(neg), branchy(neg)),
+    gl::Tensor frozen = gb.replay(neg);
+    std::cout << "replay on -ones: " << fmt(frozen.sum().item<double>(), 0) << " (sum); eager: "
+              << fmt(branchy(neg).sum().item<double>(), 0) << " (sum)\n";
+    L.check(gl::allclose(frozen, neg * 2) && !gl::allclose(frozen, branchy(neg)),
             "the trace froze the x > 0 branch: on -ones it computes x * 2, not -x");
     gl::jit::TraceOptions check = quiet;
     check.check_inputs = {{neg}};
@@ -182,8 +226,36 @@ int main() {
     // -------------------------------------------------------------------------------------------
     L.section("4. onnx::export_model, run by onnxruntime");
     const fs::path onnx_file = lesson::output_dir() / "digits_mlp.onnx";
-    gl::onnx::export_model(model, xte, onnx_file.string());
-    L.check(fs::file_size(onnx_file) > 0, "the eval-mode model is exported (checked by onnx::checker)");
+    // A file left by an earlier run must not pass for this model: remove it, export, then look
+    // for this model's trained weights (raw float32 bytes of its initializers) in the new file.
+    fs::remove(onnx_file);
+    if (L.bug("stale_onnx")) {
+      // The export is written elsewhere, and an earlier run's file (another model) is left in place.
+      gl::manual_seed(1);
+      nn::Sequential earlier(nn::Linear(64, 64), nn::BatchNorm1d(64), nn::ReLU(), nn::Dropout(0.2),
+                             nn::Linear(64, 10));
+      earlier->eval();
+      gl::onnx::export_model(earlier, xte, onnx_file.string());
+      gl::onnx::export_model(model, xte, (lesson::output_dir() / "digits_mlp_new.onnx").string());
+    } else {
+      gl::onnx::export_model(model, xte, onnx_file.string());
+    }
+    std::string onnx_bytes;
+    {
+      std::ifstream f(onnx_file, std::ios::binary);
+      std::stringstream ss;
+      ss << f.rdbuf();
+      onnx_bytes = ss.str();
+    }
+    auto holds = [&](const gl::Tensor& t) {
+      const std::vector<float> v = t.detach().contiguous().to_vector<float>();
+      const std::string raw(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+      return onnx_bytes.find(raw) != std::string::npos;
+    };
+    const bool weights_in = holds(model->at<nn::LinearImpl>(0).weight) &&
+                            holds(model->at<nn::LinearImpl>(4).weight) && holds(bn->running_mean);
+    std::cout << "ONNX file: " << onnx_bytes.size() << " bytes\n";
+    L.check(weights_in, "the exported file holds this model's trained weights and running statistics");
     const fs::path py = fs::path(GRADLAB_SOURCE_DIR) / ".venv" / "bin" / "python";
     const fs::path xin = lesson::output_dir() / "x.npy", want = lesson::output_dir() / "want.npy",
                    got = lesson::output_dir() / "ort.npy", log = lesson::output_dir() / "ort.log";

@@ -45,9 +45,10 @@ std::string number(const char* f, double v) {
 
 }  // namespace
 
-std::string sparkline(const std::vector<double>& values, int width) {
-  if (values.empty() || width < 1) return "";
-  // group means: group g holds values [g*n/w, (g+1)*n/w)
+namespace {
+
+// The mean of each of min(n, width) groups of consecutive values: group g holds [g*n/w, (g+1)*n/w).
+std::vector<double> group_means(const std::vector<double>& values, int width) {
   const size_t n = values.size(), w = std::min(n, static_cast<size_t>(width));
   std::vector<double> g(w);
   for (size_t i = 0; i < w; ++i) {
@@ -56,6 +57,30 @@ std::string sparkline(const std::vector<double>& values, int width) {
     for (size_t k = a; k < b; ++k) s += values[k];
     g[i] = s / static_cast<double>(b - a);
   }
+  return g;
+}
+
+}  // namespace
+
+std::string sparkline(const std::vector<double>& values, int width, double lo, double hi) {
+  if (values.empty() || width < 1) return "";
+  std::string out;
+  for (double v : group_means(values, width)) {
+    if (!std::isfinite(v)) {
+      out += "!";
+    } else if (!(hi > lo)) {
+      out += kSpark[3];
+    } else {
+      const double t = std::clamp((v - lo) / (hi - lo), 0.0, 1.0);
+      out += kSpark[static_cast<int>(std::lround(t * 7))];
+    }
+  }
+  return out;
+}
+
+std::string sparkline(const std::vector<double>& values, int width) {
+  if (values.empty() || width < 1) return "";
+  const std::vector<double> g = group_means(values, width);
   double lo = std::numeric_limits<double>::infinity(), hi = -lo;
   for (double v : g)
     if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);

@@ -40,6 +40,10 @@ struct ProgressOptions {
 /// "▁▂▃▄▅▆▇█" characters for `values` scaled between their min and max, averaged into at most
 /// `width` equal groups (a flat curve is all "▄"); a non-finite group shows as "!".
 std::string sparkline(const std::vector<double>& values, int width = 16);
+/// The same on a fixed scale [lo, hi] (values outside it clamp to the first or last block; a
+/// non-finite group is "!"), so
+/// that curves printed one under the other compare: a flat curve prints flat.
+std::string sparkline(const std::vector<double>& values, int width, double lo, double hi);
 
 /// A tqdm-like progress bar (see the top of this header).
 class ProgressBar {
