@@ -243,8 +243,13 @@ std::string activations_chart(const std::vector<ReportCharts::Layer>& layers) {
     shape += "]";
     const std::string title = "'" + l.name + "' (" + l.type + ") " + shape;
     s += svg_open(f, "histogram", "histogram of the output of " + title, " data-layer=\"" + esc(l.name) + "\"");
-    s += "<text class=\"label\" x=\"" + px(f.x0()) + "\" y=\"14\">" + esc(title) +
-         (h.nonfinite ? esc(", " + plural(h.nonfinite, "non-finite value") + " not shown") : "") + "</text>\n";
+    // A functional activation's name holds its call site and can be longer than the chart is
+    // wide: the label is cut with an ellipsis, and the whole name shows on hover (<title>).
+    const std::string full = title + (h.nonfinite ? ", " + plural(h.nonfinite, "non-finite value") + " not shown" : "");
+    constexpr size_t kMaxLabel = 46;
+    const std::string shown = full.size() > kMaxLabel ? full.substr(0, kMaxLabel - 1) + "\u2026" : full;
+    s += "<text class=\"label\" x=\"" + px(f.x0()) + "\" y=\"14\"><title>" + esc(full) + "</title>" + esc(shown) +
+         "</text>\n";
     s += axes(f, x, y, "output value", "count");
     const double w = (h.hi - h.lo) / std::max<size_t>(1, h.counts.size());
     for (size_t i = 0; i < h.counts.size(); ++i) {
