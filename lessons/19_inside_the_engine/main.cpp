@@ -247,10 +247,12 @@ int main(int argc, char** argv) {
     L.section("1. one op struct: Mul, from its source");
     const std::string hpp = "src/gradlab/ops/internal/elementwise.hpp";
     const std::vector<std::string> src = read_lines(hpp);
-    // The formula line, the struct, its derivative, its forward and its backward, in that order.
+    // The formula line, the struct, the name its nodes carry, its derivative, its forward and its
+    // backward, in that order.
     const std::vector<std::string> wanted = {
         "// c = a * b          da = dc * b, db = dc * a",
         "struct Mul : BuiltinOp<Mul> {",
+        "static constexpr const char* kName = \"MulBackward0\";",
         "return {in.want_a ? dc * in.b : T(), in.want_b ? dc * in.a : T()};",
         "return kern::binary(Binary::Mul, a, b);",
         "GradList backward(const GradList& g) { return binary_backward<Mul>(*this, g[0], a_, b_); }"};
@@ -266,8 +268,8 @@ int main(int argc, char** argv) {
       std::cout << hpp << ":" << n << ": " << trim(src[n - 1]) << "\n";
       at = n + 1;
     }
-    L.check(in_order, "the formula line, struct Mul, its derivative, forward and backward are in "
-                      "elementwise.hpp, in that order, within a few lines of each other");
+    L.check(in_order, "the formula line, struct Mul, its kName, derivative, forward and backward are "
+                      "in elementwise.hpp, in that order, within a few lines of each other");
     const std::vector<std::string> row_src = read_lines("src/gradlab/testing/op_table/elementwise.cpp");
     const int row_line = find_line(row_src, "\"mul\", [](const Tensor& a, const Tensor& b) { return mul(a, b); },");
     if (row_line)
@@ -289,7 +291,7 @@ int main(int argc, char** argv) {
               << "\na.grad = " << vec_str(a.grad().to_vector<double>())
               << "  b.grad = " << vec_str(b.grad().to_vector<double>()) << "\n";
     L.check(c.grad_fn()->name() == "MulBackward0" && c.grad_fn()->next_edges().size() == 2,
-            "c's grad_fn is a MulBackward0 node with one edge per input");
+            "c's grad_fn is a MulBackward0 node (the kName quoted above) with one edge per input");
     L.check(a.grad().to_vector<double>() == (dc * b).to_vector<double>() &&
                 b.grad().to_vector<double>() == (dc * a).to_vector<double>(),
             "a.grad = dc * b and b.grad = dc * a exactly, as the formula line says");
