@@ -43,18 +43,21 @@ TEST(Lesson19Answers, Exercise1SoftsignPassesGradcheckEvenAtZero) {
   gl::Tensor x = gl::tensor({-2.0, -0.5, 0.0, 0.3, 1.7}, f64.requires_grad(true));
   gl::Tensor y = softsign(x);
   EXPECT_EQ(y.grad_fn()->name(), "SoftsignBackward0");
-  const auto rep = gl::testing::gradcheck(
-      gl::testing::TensorFn([](const gl::TensorList& in) { return gl::TensorList{softsign(in[0])}; }), {x},
-      GradcheckOptions().raise_exception(false));
+  const auto rep = gl::testing::gradcheck(gl::testing::TensorFn([](const gl::TensorList& in) {
+                                            return gl::TensorList{softsign(in[0])};
+                                          }),
+                                          {x}, GradcheckOptions().raise_exception(false));
   EXPECT_TRUE(rep.ok) << rep.first_failure();
   EXPECT_TRUE(rep.kinks.empty()) << "1/(1+|x|)² is continuous at 0: no kink to report";
   // The wrong backward dy / (1 + |x|) (the square forgotten) is rejected.
   gl::testing::BackwardOverride<Softsign> m([](Softsign& op, const GradList& g) {
     return GradList{g[0] / (gl::abs(op.x_.unpack()) + 1.0)};
   });
-  const auto bad = gl::testing::gradcheck(
-      gl::testing::TensorFn([](const gl::TensorList& in) { return gl::TensorList{softsign(in[0])}; }),
-      {x.detach().requires_grad_(true)}, GradcheckOptions().raise_exception(false));
+  const auto bad = gl::testing::gradcheck(gl::testing::TensorFn([](const gl::TensorList& in) {
+                                            return gl::TensorList{softsign(in[0])};
+                                          }),
+                                          {x.detach().requires_grad_(true)},
+                                          GradcheckOptions().raise_exception(false));
   EXPECT_FALSE(bad.ok);
 }
 
@@ -79,7 +82,8 @@ TEST(Lesson19Answers, Exercise2ASmallScaleErrorPassesTheToleranceButNotTheTaylor
     return GradList{1.0005 * g[0] * op.x_.unpack() / (op.y_.unpack() + 1.0)};
   });
   gl::Tensor x = gl::tensor({{-2.5, -0.3, 0.0}, {0.4, 1.0, 2.8}}, f64.requires_grad(true));
-  const gl::testing::TensorFn f([](const gl::TensorList& in) { return gl::TensorList{smooth_abs(in[0])}; });
+  const gl::testing::TensorFn f(
+      [](const gl::TensorList& in) { return gl::TensorList{smooth_abs(in[0])}; });
   const auto rep = gl::testing::gradcheck(f, {x}, GradcheckOptions().raise_exception(false));
   // Every Jacobian entry is within atol + rtol |numeric| (5e-4 relative < rtol 1e-3) ...
   EXPECT_EQ(rep.num_failures, 0);
@@ -99,7 +103,9 @@ struct V {
   std::function<void()> backward_fn = [] {};
 };
 using Value = std::shared_ptr<V>;
-Value val(double d) { return std::make_shared<V>(V{d, 0, {}, [] {}}); }
+Value val(double d) {
+  return std::make_shared<V>(V{d, 0, {}, [] {}});
+}
 Value operator*(const Value& a, const Value& b) {
   auto o = std::make_shared<V>(V{a->data * b->data, 0, {a, b}, {}});
   V* w = o.get();
@@ -132,12 +138,14 @@ void backward(const Value& root) {
 }
 
 TEST(Lesson19Answers, Exercise3ReluInTheValueEngineMatchesGradlab) {
-  for (const auto& [v1, v2] : {std::pair{0.8, -0.45}, std::pair{-0.8, 0.45}, std::pair{0.8, -1.45}}) {
+  for (const auto& [v1, v2] :
+       {std::pair{0.8, -0.45}, std::pair{-0.8, 0.45}, std::pair{0.8, -1.45}}) {
     Value x1 = val(v1), x2 = val(v2);
     Value r = relu(x1 * x2 + x1);
     Value y = r * r + r * x2;
     backward(y);
-    gl::Tensor g1 = gl::tensor(v1, f64.requires_grad(true)), g2 = gl::tensor(v2, f64.requires_grad(true));
+    gl::Tensor g1 = gl::tensor(v1, f64.requires_grad(true)),
+               g2 = gl::tensor(v2, f64.requires_grad(true));
     gl::Tensor gr = gl::relu(g1 * g2 + g1);
     gl::Tensor gy = gr * gr + gr * g2;
     gy.backward();

@@ -64,9 +64,12 @@ gl::testing::OpSpec smooth_abs_row() {
   s.shapes = "any shape (rank 0-4)";
   s.sample = [](Draw& d) {
     gl::Tensor x = d.values(d.shape(), Domain::any(-3, 3));
-    return OpCase{{x}, OpParams().row("smooth_abs"), "smooth_abs(x " + gl::shape_str(x.sizes()) + ")"};
+    return OpCase{
+        {x}, OpParams().row("smooth_abs"), "smooth_abs(x " + gl::shape_str(x.sizes()) + ")"};
   };
-  s.op = [](const gl::TensorList& in, const OpParams&) { return gl::TensorList{smooth_abs(in[0])}; };
+  s.op = [](const gl::TensorList& in, const OpParams&) {
+    return gl::TensorList{smooth_abs(in[0])};
+  };
   s.reference = [](const gl::TensorList& in, const OpParams&) {  // plain doubles, no gradlab op
     std::vector<double> v = in[0].contiguous().to_vector<double>();
     for (double& e : v) e = std::sqrt(e * e + 1) - 1;
@@ -90,20 +93,23 @@ TableRun run_row(const gl::testing::OpSpec& spec, int n, uint64_t seed) {
     const std::vector<double> xs = c.inputs[0].contiguous().to_vector<double>();
     const bool negative = std::any_of(xs.begin(), xs.end(), [](double v) { return v < 0; });
     r.with_negative += negative;
-    const auto rep = gl::testing::gradcheck(spec.bind(c.params), gl::testing::differentiable_inputs(c),
-                                            spec.options().raise_exception(false));
+    const auto rep =
+        gl::testing::gradcheck(spec.bind(c.params), gl::testing::differentiable_inputs(c),
+                               spec.options().raise_exception(false));
     if (!rep.ok) {
       ++r.gradcheck_failed;
       if (!negative) ++r.failed_without_negative;
       if (r.first_failure.empty()) {
         r.first_failure = c.describe + ": " + rep.first_failure() + " check failed";
         if (!rep.failures.empty())
-          r.first_failure += ", worst entry analytic " + fmt("%.4f", rep.failures[0].analytic) + " vs numeric " +
-                             fmt("%.4f", rep.failures[0].numeric);
+          r.first_failure += ", worst entry analytic " + fmt("%.4f", rep.failures[0].analytic) +
+                             " vs numeric " + fmt("%.4f", rep.failures[0].numeric);
       }
     }
-    const gl::Tensor got = spec.op(c.inputs, c.params)[0], want = spec.reference(c.inputs, c.params)[0];
-    if (lesson::max_abs_diff(got.to_vector<double>(), want.to_vector<double>()) > 1e-12) ++r.reference_failed;
+    const gl::Tensor got = spec.op(c.inputs, c.params)[0],
+                     want = spec.reference(c.inputs, c.params)[0];
+    if (lesson::max_abs_diff(got.to_vector<double>(), want.to_vector<double>()) > 1e-12)
+      ++r.reference_failed;
   }
   return r;
 }
@@ -121,10 +127,14 @@ struct V {
 };
 using Value = std::shared_ptr<V>;
 
-Value val(double d) { return std::make_shared<V>(V{d, 0, {}, [] {}, "leaf"}); }
+Value val(double d) {
+  return std::make_shared<V>(V{d, 0, {}, [] {}, "leaf"});
+}
 void acc(V& n, double g) {
-  if (g_assign_not_accumulate) n.grad = g;  // BUG: the second path overwrites the first
-  else n.grad += g;
+  if (g_assign_not_accumulate)
+    n.grad = g;  // BUG: the second path overwrites the first
+  else
+    n.grad += g;
 }
 Value operator+(const Value& a, const Value& b) {
   auto o = std::make_shared<V>(V{a->data + b->data, 0, {a, b}, {}, "+"});
@@ -255,7 +265,8 @@ int main(int argc, char** argv) {
         "static constexpr const char* kName = \"MulBackward0\";",
         "return {in.want_a ? dc * in.b : T(), in.want_b ? dc * in.a : T()};",
         "return kern::binary(Binary::Mul, a, b);",
-        "GradList backward(const GradList& g) { return binary_backward<Mul>(*this, g[0], a_, b_); }"};
+        "GradList backward(const GradList& g) { return binary_backward<Mul>(*this, g[0], a_, b_); "
+        "}"};
     int at = 1;
     bool in_order = !src.empty();
     for (const std::string& w : wanted) {
@@ -268,10 +279,13 @@ int main(int argc, char** argv) {
       std::cout << hpp << ":" << n << ": " << trim(src[n - 1]) << "\n";
       at = n + 1;
     }
-    L.check(in_order, "the formula line, struct Mul, its kName, derivative, forward and backward are "
-                      "in elementwise.hpp, in that order, within a few lines of each other");
-    const std::vector<std::string> row_src = read_lines("src/gradlab/testing/op_table/elementwise.cpp");
-    const int row_line = find_line(row_src, "\"mul\", [](const Tensor& a, const Tensor& b) { return mul(a, b); },");
+    L.check(in_order,
+            "the formula line, struct Mul, its kName, derivative, forward and backward are "
+            "in elementwise.hpp, in that order, within a few lines of each other");
+    const std::vector<std::string> row_src =
+        read_lines("src/gradlab/testing/op_table/elementwise.cpp");
+    const int row_line =
+        find_line(row_src, "\"mul\", [](const Tensor& a, const Tensor& b) { return mul(a, b); },");
     if (row_line)
       std::cout << "src/gradlab/testing/op_table/elementwise.cpp:" << row_line << ": "
                 << trim(row_src[row_line - 1]) << "\n";
@@ -286,8 +300,9 @@ int main(int argc, char** argv) {
     c.backward(dc);
     std::cout << "c = a * b: c.grad_fn() = " << c.grad_fn()->name() << ", with "
               << c.grad_fn()->next_edges().size() << " next edges (one per input)\n"
-              << "a = " << vec_str(a.to_vector<double>()) << "  b = "
-              << vec_str(b.to_vector<double>()) << "  dc = " << vec_str(dc.to_vector<double>())
+              << "a = " << vec_str(a.to_vector<double>())
+              << "  b = " << vec_str(b.to_vector<double>())
+              << "  dc = " << vec_str(dc.to_vector<double>())
               << "\na.grad = " << vec_str(a.grad().to_vector<double>())
               << "  b.grad = " << vec_str(b.grad().to_vector<double>()) << "\n";
     L.check(c.grad_fn()->name() == "MulBackward0" && c.grad_fn()->next_edges().size() == 2,
@@ -301,12 +316,13 @@ int main(int argc, char** argv) {
       int passed = 0;
       for (int i = 0; i < 10; ++i) {
         const auto cs = spec.sample(draw);
-        passed += gl::testing::gradcheck(spec.bind(cs.params), gl::testing::differentiable_inputs(cs),
-                                         spec.options().raise_exception(false))
-                      .ok;
+        passed +=
+            gl::testing::gradcheck(spec.bind(cs.params), gl::testing::differentiable_inputs(cs),
+                                   spec.options().raise_exception(false))
+                .ok;
       }
-      std::cout << "the table's row \"mul\": gradcheck on 10 drawn cases (" << spec.shapes << "): "
-                << passed << " passed\n";
+      std::cout << "the table's row \"mul\": gradcheck on 10 drawn cases (" << spec.shapes
+                << "): " << passed << " passed\n";
       L.check(passed == 10, "gradcheck passes on all 10 cases the row \"mul\" draws");
     }
 
@@ -326,8 +342,9 @@ int main(int argc, char** argv) {
     std::cout << y.grad_fn()->name() << " -> " << ye[0].fn->name() << ", " << ye[1].fn->name()
               << "; both -> " << p.grad_fn()->next_edges()[0].fn->name() << " -> "
               << h.grad_fn()->next_edges()[0].fn->name() << "\n";
-    L.check(diamond, "p's and q's nodes both point to the same TanhBackward0 node (one node, two "
-                     "consumers)");
+    L.check(diamond,
+            "p's and q's nodes both point to the same TanhBackward0 node (one node, two "
+            "consumers)");
     // Hooks run when a node's gradient is complete, just before its backward: they show the order.
     std::vector<std::string> order;
     std::vector<double> h_grads;
@@ -360,35 +377,42 @@ int main(int argc, char** argv) {
             "x.grad = (cos(h) + sin(h)) e^h (1 - h²) to 1e-12");
     const double first = x.grad().item<double>();
     y.backward();
-    std::cout << "after a second backward (no zero_grad): x.grad = " << fmt("%.12f", x.grad().item<double>())
-              << "\n";
+    std::cout << "after a second backward (no zero_grad): x.grad = "
+              << fmt("%.12f", x.grad().item<double>()) << "\n";
     L.check(std::abs(x.grad().item<double>() - 2 * first) < 1e-12,
             "a second backward adds into the leaf's .grad (the engine accumulates: 2x the first)");
 
     // -----------------------------------------------------------------------------------------
     L.section("3. writing an op: smooth_abs, gradcheck, its table row, a mutant");
-    std::cout << "y = sqrt(x^2 + 1) - 1      dx = dy * x / (y + 1)     (struct SmoothAbs, above main)\n";
+    std::cout
+        << "y = sqrt(x^2 + 1) - 1      dx = dy * x / (y + 1)     (struct SmoothAbs, above main)\n";
     gl::Tensor sx = gl::tensor({{-2.5, -0.3, 0.0}, {0.4, 1.0, 2.8}}, f64.requires_grad(true));
     gl::Tensor sy = smooth_abs(sx);
-    std::cout << "smooth_abs(" << vec_str(sx.to_vector<double>()) << ") = "
-              << vec_str(sy.to_vector<double>()) << ", grad_fn " << sy.grad_fn()->name() << "\n";
-    const auto rep = gl::testing::gradcheck(gl::testing::TensorFn([](const gl::TensorList& in) { return gl::TensorList{smooth_abs(in[0])}; }),
-                                            {sx}, gl::testing::GradcheckOptions().raise_exception(false));
+    std::cout << "smooth_abs(" << vec_str(sx.to_vector<double>())
+              << ") = " << vec_str(sy.to_vector<double>()) << ", grad_fn " << sy.grad_fn()->name()
+              << "\n";
+    const auto rep =
+        gl::testing::gradcheck(gl::testing::TensorFn([](const gl::TensorList& in) {
+                                 return gl::TensorList{smooth_abs(in[0])};
+                               }),
+                               {sx}, gl::testing::GradcheckOptions().raise_exception(false));
     std::cout << "gradcheck: " << (rep.ok ? "passed" : "FAILED") << " (" << rep.mode << ", "
               << rep.comparisons << " comparisons"
               << (rep.ok ? "" : ", first failing check: " + rep.first_failure()) << ")\n";
     L.check(rep.ok && rep.verdict == gl::testing::Verdict::Passed,
             "gradcheck (float64, full Jacobian) accepts smooth_abs's backward");
     const auto rep2 = gl::testing::gradgradcheck(
-        gl::testing::TensorFn([](const gl::TensorList& in) { return gl::TensorList{smooth_abs(in[0])}; }),
+        gl::testing::TensorFn(
+            [](const gl::TensorList& in) { return gl::TensorList{smooth_abs(in[0])}; }),
         {sx}, {}, gl::testing::GradcheckOptions().raise_exception(false));
-    L.check(rep2.ok, "gradgradcheck passes too: the backward is written with gradlab ops, so it is "
-                     "itself differentiable");
+    L.check(rep2.ok,
+            "gradgradcheck passes too: the backward is written with gradlab ops, so it is "
+            "itself differentiable");
 
     const gl::testing::OpSpec spec = smooth_abs_row();
     const TableRun good = run_row(spec, 30, 7);
-    std::cout << "row \"" << spec.name << "\" (" << spec.domain << "; " << spec.shapes << "): "
-              << good.cases << " cases, gradcheck failed on " << good.gradcheck_failed
+    std::cout << "row \"" << spec.name << "\" (" << spec.domain << "; " << spec.shapes
+              << "): " << good.cases << " cases, gradcheck failed on " << good.gradcheck_failed
               << ", forward vs reference failed on " << good.reference_failed << "\n";
     L.check(good.cases == 30 && good.gradcheck_failed == 0 && good.reference_failed == 0,
             "the row's 30 drawn cases all pass gradcheck and match the plain-double reference");
@@ -401,9 +425,9 @@ int main(int argc, char** argv) {
       });
       bad = run_row(spec, 30, 7);
     }
-    std::cout << "mutant dx = dy * |x| / (y + 1): gradcheck failed on " << bad.gradcheck_failed << " of "
-              << bad.cases << " cases (" << bad.with_negative << " have an x < 0); first: "
-              << bad.first_failure << "\n";
+    std::cout << "mutant dx = dy * |x| / (y + 1): gradcheck failed on " << bad.gradcheck_failed
+              << " of " << bad.cases << " cases (" << bad.with_negative
+              << " have an x < 0); first: " << bad.first_failure << "\n";
     L.check(bad.gradcheck_failed == bad.with_negative && bad.failed_without_negative == 0 &&
                 bad.with_negative > 0,
             "the row kills the mutant on exactly the cases with a negative x, and only those");
@@ -418,18 +442,22 @@ int main(int argc, char** argv) {
         X1, X2, [](const Value& a) { return tanh(a); }, [](const Value& a) { return exp(a); },
         [](const Value& a, double k) { return pow(a, k); });
     backward(Y);
-    gl::Tensor g1 = gl::tensor(v1, f64.requires_grad(true)), g2 = gl::tensor(v2, f64.requires_grad(true));
+    gl::Tensor g1 = gl::tensor(v1, f64.requires_grad(true)),
+               g2 = gl::tensor(v2, f64.requires_grad(true));
     gl::Tensor gy = expression(
-        g1, g2, [](const gl::Tensor& a) { return gl::tanh(a); }, [](const gl::Tensor& a) { return gl::exp(a); },
+        g1, g2, [](const gl::Tensor& a) { return gl::tanh(a); },
+        [](const gl::Tensor& a) { return gl::exp(a); },
         [](const gl::Tensor& a, double k) { return gl::pow(a, k); });
     gy.backward();
     std::cout << "y = t * exp(t) + t^2 + x2^3,  t = tanh(x1 * x2 + x1),  x1 = 0.8, x2 = -0.45\n"
-              << "Value engine: y = " << fmt("%.12f", Y->data) << "  dy/dx1 = " << fmt("%.12f", X1->grad)
-              << "  dy/dx2 = " << fmt("%.12f", X2->grad) << "\n"
+              << "Value engine: y = " << fmt("%.12f", Y->data)
+              << "  dy/dx1 = " << fmt("%.12f", X1->grad) << "  dy/dx2 = " << fmt("%.12f", X2->grad)
+              << "\n"
               << "gradlab:      y = " << fmt("%.12f", gy.item<double>())
               << "  dy/dx1 = " << fmt("%.12f", g1.grad().item<double>())
               << "  dy/dx2 = " << fmt("%.12f", g2.grad().item<double>()) << "\n";
-    L.check(std::abs(Y->data - gy.item<double>()) < 1e-12, "the Value engine's y equals gradlab's to 1e-12");
+    L.check(std::abs(Y->data - gy.item<double>()) < 1e-12,
+            "the Value engine's y equals gradlab's to 1e-12");
     L.check(std::abs(X1->grad - g1.grad().item<double>()) < 1e-12 &&
                 std::abs(X2->grad - g2.grad().item<double>()) < 1e-12,
             "the Value engine's gradients equal gradlab's to 1e-12 (x1 feeds two ops, t three)");
@@ -446,7 +474,8 @@ int main(int argc, char** argv) {
     std::string ops;
     for (V* n : ord) ops += (ops.empty() ? "" : " ") + n->op;
     std::cout << "Value engine's order (" << ord.size() << " nodes): " << ops << "\n";
-    L.check(consumers_first, "in the Value engine's order every node runs after all of its consumers "
-                             "(a topological order)");
+    L.check(consumers_first,
+            "in the Value engine's order every node runs after all of its consumers "
+            "(a topological order)");
   });
 }
