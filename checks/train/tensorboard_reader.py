@@ -14,8 +14,8 @@
   4. starts the TensorBoard server on 127.0.0.1 (a free port), reads the scalars back through its
      HTTP API within a bounded time, and stops it.
 
-TensorBoard lives in the project's virtual environment (tools/setup.sh makes .venv/). Without it
-the test prints why and exits 77 (ctest: skipped).
+TensorBoard (and Pillow) live in the project's virtual environment (tools/setup.sh makes .venv/).
+Without them the test prints why and exits 77 (ctest: skipped).
 
   tensorboard_reader.py --venv .venv --fixture build/.../tb_fixture --work /tmp/x
 """
@@ -49,11 +49,11 @@ def reexec_in_venv(args):
         print(f"SKIP: no virtual environment at {args.venv} ({py} is missing); "
               f"run tools/setup.sh to create it with tensorboard")
         return SKIP
-    probe = subprocess.run([str(py), "-c", "import tensorboard; print(tensorboard.__version__)"],
-                           capture_output=True, text=True)
+    probe = subprocess.run([str(py), "-c", "import tensorboard, PIL"], capture_output=True,
+                           text=True)
     if probe.returncode != 0:
-        print(f"SKIP: {py} cannot import tensorboard ({probe.stderr.strip().splitlines()[-1:]}); "
-              f"run tools/setup.sh")
+        print(f"SKIP: {py} cannot import tensorboard and PIL (pillow, to decode add_image's PNGs) "
+              f"({probe.stderr.strip().splitlines()[-1:]}); run tools/setup.sh")
         return SKIP
     env = dict(os.environ, GRADLAB_TB_IN_VENV="1")
     return subprocess.run([str(py), __file__] + sys.argv[1:], env=env).returncode
