@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <gradlab/gradlab.hpp>
 #include <limits>
+#include <map>
 #include <regex>
 #include <string>
 
@@ -256,6 +257,38 @@ std::vector<std::string> graph_nodes(const std::string& rec,
     }
   }
   return names;
+}
+
+// A residual block: the add runs in the block itself, after its child.
+struct ResidualImpl : nn::Module {
+  nn::Linear fc{nullptr};
+  ResidualImpl() { fc = register_module("fc", nn::Linear(3, 3)); }
+  Tensor forward(const Tensor& x) { return x + fc(x); }
+};
+GRADLAB_MODULE(Residual);
+
+TEST(SummaryWriter, AddGraphScopesAndSharedInputs) {
+  const fs::path dir = fresh_dir("graph_res");
+  train::SummaryWriter w(dir.string());
+  nn::Sequential model{Residual(), nn::Tanh()};
+  w.add_graph(model, randn({2, 3}));
+  const auto scan = train::read_tfrecords(w.file_path());
+  ASSERT_EQ(scan.records.size(), 2u);
+  std::vector<std::vector<std::string>> ins;
+  const std::vector<std::string> names = graph_nodes(scan.records[1], &ins);
+  std::map<std::string, std::vector<std::string>> got;
+  for (size_t i = 0; i < names.size(); ++i) got[names[i]] = ins[i];
+  // the input feeds two nodes; the block's own add is under "0", its child's addmm under "0/fc"
+  const std::map<std::string, std::vector<std::string>> want = {
+      {"input", {}},
+      {"0.fc.weight", {}},
+      {"0.fc.bias", {}},
+      {"0/fc/AddmmBackward0", {"input", "0.fc.weight", "0.fc.bias"}},
+      {"0/AddBackward0", {"input", "0/fc/AddmmBackward0"}},
+      {"1/TanhBackward0", {"0/AddBackward0"}},
+      {"output", {"1/TanhBackward0"}}};
+  EXPECT_EQ(got, want);
+  fs::remove_all(dir);
 }
 
 TEST(SummaryWriter, AddGraph) {
