@@ -11,8 +11,8 @@
      (a killed writer: every complete record still loads);
   3. plants two faults and requires the same checks to catch them: an event file whose image
      has one pixel off by one, and a GraphDef with one edge missing;
-  4. starts the TensorBoard server on 127.0.0.1 (a free port), reads the scalars back through its
-     HTTP API within a bounded time, and stops it.
+  4. starts the TensorBoard server on 127.0.0.1 (a free port), reads the scalars, the graph's node
+     names and the image tags back through its HTTP API within a bounded time, and stops it.
 
 TensorBoard (and Pillow) live in the project's virtual environment (tools/setup.sh makes .venv/).
 Without them the test prints why and exits 77 (ctest: skipped).
@@ -324,6 +324,30 @@ def free_port():
         return s.getsockname()[1]
 
 
+def served_graph_and_images(port, ex, deadline):
+    """What the Graphs and Images tabs get from the server: their HTTP API, polled until
+    everything is loaded or the deadline passes."""
+    base = f"http://127.0.0.1:{port}/data/plugin"
+    run = ex["graph"]["run"]
+    got = {}
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"{base}/graphs/info", timeout=5) as r:
+                got["graph run"] = json.loads(r.read().decode()).get(run, {}).get("run_graph")
+            q = urllib.parse.urlencode({"run": run, "conceptual": "false"})
+            with urllib.request.urlopen(f"{base}/graphs/graph?{q}", timeout=5) as r:
+                got["graph nodes"] = sorted(re.findall(r'^  name: "([^"]*)"$', r.read().decode(),
+                                                       re.M))
+            with urllib.request.urlopen(f"{base}/images/tags", timeout=5) as r:
+                got["image tags"] = sorted(json.loads(r.read().decode()).get(".", {}))
+            if got["graph run"] and got["image tags"] == sorted(ex["images"]):
+                break
+        except Exception:  # a run not loaded yet
+            pass
+        time.sleep(0.5)
+    return got
+
+
 def check_server(c, ex, deadline_s=90):
     """tensorboard --logdir ... on 127.0.0.1; reads loss/train back over HTTP."""
     logdir, port = ex["logdir"], free_port()
@@ -334,7 +358,7 @@ def check_server(c, ex, deadline_s=90):
     start = time.monotonic()
     query = urllib.parse.urlencode({"run": ".", "tag": "loss/train"})
     url = f"http://127.0.0.1:{port}/data/plugin/scalars/scalars?{query}"
-    rows, last_error = None, None
+    rows, last_error, served = None, None, {}
     try:
         while time.monotonic() - start < deadline_s:
             if proc.poll() is not None:
@@ -348,6 +372,8 @@ def check_server(c, ex, deadline_s=90):
             except Exception as e:  # not up yet, or the run not loaded yet
                 last_error = str(e)
             time.sleep(0.5)
+        if rows is not None:
+            served = served_graph_and_images(port, ex, start + deadline_s)
     finally:
         proc.terminate()
         try:
@@ -370,6 +396,9 @@ def check_server(c, ex, deadline_s=90):
         # the HTTP API speaks JSON: NaN / Inf come as the strings "NaN" / "Infinity"
         got_v = float(v) if isinstance(v, str) else v
         c.eq(got_v, want_v, f"HTTP: value at step {x['step']}")
+    c.eq(served.get("graph run"), True, "HTTP graphs/info: the run 'graph' has a graph")
+    c.eq(served.get("graph nodes"), sorted(EXPECTED_GRAPH), "HTTP graphs/graph: the node names")
+    c.eq(served.get("image tags"), sorted(ex["images"]), "HTTP images/tags: the image tags")
     c.eq(proc.returncode is not None, True, "the server was stopped")
 
 
