@@ -54,13 +54,16 @@ for p in "${packages[@]}"; do
 done
 
 # The venv: Debian's python3 (python3-venv is its venv module; another python3 may come first on
-# PATH). PyPI packages: tensorboard, onnxruntime, numpy; each installed only when missing.
-venv_packages=(tensorboard onnxruntime numpy)
+# PATH). PyPI packages: tensorboard, onnxruntime, numpy, pillow (tensorboard_reader decodes
+# add_image's PNGs with it; its module is PIL); each installed only when missing.
+venv_packages=(tensorboard onnxruntime numpy pillow)
 setup_venv() {
   local venv="$root/.venv" py=/usr/bin/python3 want=() p
   if [ -x "$venv/bin/python" ]; then
     for p in "${venv_packages[@]}"; do
-      compgen -G "$venv/lib/python3*/site-packages/$p/__init__.py" >/dev/null || want+=("$p")
+      local mod="$p"
+      [ "$p" = pillow ] && mod=PIL
+      compgen -G "$venv/lib/python3*/site-packages/$mod/__init__.py" >/dev/null || want+=("$p")
     done
     if [ "${#want[@]}" -eq 0 ]; then
       echo "setup: .venv has ${venv_packages[*]}; nothing to do"

@@ -23,7 +23,7 @@ if(Python3_Interpreter_FOUND)
     PASS_REGULAR_EXPRESSION "SKIP: no virtual environment at .*no-such-venv.*tools/setup.sh")
 endif()
 # the unit tests read JSON sidecars
-target_link_libraries(check_train PRIVATE nlohmann_json::nlohmann_json)
+target_link_libraries(check_train PRIVATE nlohmann_json::nlohmann_json ZLIB::ZLIB)
 # tools/plot_curves.py: the CSV and the event-file readers agree, and both render a PNG. Run by
 # Debian's python3, which has python3-matplotlib (another python3 may come first on PATH).
 if(Python3_Interpreter_FOUND)

@@ -34,6 +34,19 @@ json hist_json(const gl::train::Histogram& h) {
   return j;
 }
 
+// The add_graph model: encoder = Sequential(Linear(4, 3), Tanh()), then head = Linear(3, 2),
+// then a sigmoid the module itself applies.
+struct NetImpl : gl::nn::Module {
+  gl::nn::Sequential encoder{nullptr};
+  gl::nn::Linear head{nullptr};
+  NetImpl() {
+    encoder = register_module("encoder", gl::nn::Sequential(gl::nn::Linear(4, 3), gl::nn::Tanh()));
+    head = register_module("head", gl::nn::Linear(3, 2));
+  }
+  gl::Tensor forward(const gl::Tensor& x) { return gl::sigmoid(head(encoder(x))); }
+};
+GRADLAB_MODULE(Net);
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -94,6 +107,43 @@ int main(int argc, char** argv) {
     w.add_text("notes", text, 4, 1700000300.0);
     ex["text"] = {{"tag", "notes/text_summary"}, {"step", 4}, {"text", text}};
 
+    // images: a float RGB [3, 5, 7] (CHW) with 0 and 1 in it, a uint8 RGBA [4, 6, 4] (HWC), a
+    // float gray [3, 2] (HW); the raw values go to expected.json in the tensor's own layout
+    {
+      std::vector<float> rgb;
+      for (int i = 0; i < 3 * 5 * 7; ++i)
+        rgb.push_back(i == 0 ? 0.f : i == 1 ? 1.f : static_cast<float>((i * 37) % 101) / 100.f);
+      std::vector<double> rgba_v;
+      for (int i = 0; i < 4 * 6 * 4; ++i) rgba_v.push_back((i * 53) % 256);
+      const std::vector<double> gray_v = {0.0, 0.25, 0.5, 0.75, 1.0, 0.002};
+      const gl::Tensor rgb_t = gl::tensor(rgb).reshape({3, 5, 7});
+      const gl::Tensor rgba_t = gl::tensor(rgba_v).reshape({4, 6, 4}).to(gl::kUInt8);
+      const gl::Tensor gray_t = gl::tensor(gray_v).reshape({3, 2});
+      w.add_image("images/rgb", rgb_t, 5, "CHW", 1700000250.0);
+      w.add_image("images/rgba_u8", rgba_t, 6, "HWC", 1700000251.0);
+      w.add_image("images/gray", gray_t, 7, "HW", 1700000252.0);
+      json rgb_j = json::array();
+      for (float v : rgb) rgb_j.push_back(static_cast<double>(v));
+      ex["images"] = {{"images/rgb",
+                       {{"step", 5},
+                        {"format", "CHW"},
+                        {"shape", {3, 5, 7}},
+                        {"uint8", false},
+                        {"values", rgb_j}}},
+                      {"images/rgba_u8",
+                       {{"step", 6},
+                        {"format", "HWC"},
+                        {"shape", {4, 6, 4}},
+                        {"uint8", true},
+                        {"values", rgba_v}}},
+                      {"images/gray",
+                       {{"step", 7},
+                        {"format", "HW"},
+                        {"shape", {3, 2}},
+                        {"uint8", false},
+                        {"values", gray_v}}}};
+    }
+
     // hparams: a float, an integer, a string, a bool; two final metrics
     w.add_hparams({{"lr", 0.05}, {"batch_size", 64}, {"optimizer", "sgd"}, {"nesterov", true}},
                   {{"hparam/accuracy", 0.9722222222222222}, {"hparam/loss", 0.0912}}, "hp_run", 20);
@@ -104,6 +154,15 @@ int main(int argc, char** argv) {
                      {"types", {{"lr", 3}, {"batch_size", 3}, {"optimizer", 1}, {"nesterov", 2}}},
                      {"metrics", {{"hparam/accuracy", 0.9722222222222222}, {"hparam/loss", 0.0912}}}};
     w.close();
+  }
+  // add_graph: a nested model (a Sequential inside a module, then a head), in its own run
+  {
+    gl::manual_seed(5);
+    gl::train::SummaryWriter w((logs / "graph").string());
+    Net net;
+    w.add_graph(net, gl::randn({5, 4}));
+    w.close();
+    ex["graph"] = {{"run", "graph"}};
   }
   // A killed writer: a run whose file is cut inside its last record.
   {

@@ -12,10 +12,16 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <set>
 #include <system_error>
+#include <unordered_map>
 
+#include "gradlab/autograd/grad_mode.hpp"
+#include "gradlab/autograd/node.hpp"
 #include "gradlab/core/error.hpp"
 #include "gradlab/core/tensor.hpp"
+#include "gradlab/core/tensor_impl.hpp"
+#include "gradlab/train/png.hpp"
 #include "gradlab/train/proto_encoder.hpp"
 #include "gradlab/train/tfrecord.hpp"
 
@@ -99,6 +105,16 @@ ProtoEncoder text_value(const std::string& tag, const std::string& text) {
   shape.message(2, dim);
   tensor.varint(1, 7).message(2, shape).bytes(8, text);
   val.bytes(1, tag).message(9, plugin_metadata("text", "")).message(8, tensor);
+  return val;
+}
+
+// Image { int32 height = 1; int32 width = 2; int32 colorspace = 3; bytes encoded_image_string
+// = 4; }   Summary.Value.image = 4
+ProtoEncoder image_value(const std::string& tag, int64_t h, int64_t w, int64_t c,
+                         const std::string& png) {
+  ProtoEncoder img, val;
+  img.int64(1, h).int64(2, w).int64(3, c).bytes(4, png);
+  val.bytes(1, tag).message(4, img);
   return val;
 }
 
@@ -270,6 +286,232 @@ void SummaryWriter::add_text(const std::string& tag, const std::string& text, in
                              std::optional<double> walltime) {
   main().append(event_with_summary(walltime.value_or(now_seconds()), global_step,
                                    summary_of(text_value(tag + "/text_summary", text))));
+}
+
+void SummaryWriter::add_image(const std::string& tag, const Tensor& img, int64_t global_step,
+                              const std::string& dataformats, std::optional<double> walltime) {
+  main();
+  const char* op = "add_image";
+  GRADLAB_CHECK(img.defined(), ValueError, op, "the image tensor is undefined",
+                "a [C, H, W] tensor", "an undefined tensor");
+  GRADLAB_CHECK(dataformats == "CHW" || dataformats == "HWC" || dataformats == "HW", ValueError, op,
+                "unknown dataformats", "\"CHW\", \"HWC\" or \"HW\"", "\"" + dataformats + "\"",
+                "a batch [N, C, H, W]: pass one image, e.g. x[0]");
+  GRADLAB_CHECK(img.dim() == static_cast<int64_t>(dataformats.size()), ShapeError, op,
+                "the image's dims do not match dataformats \"" + dataformats + "\"",
+                std::to_string(dataformats.size()) + " dims", shape_str(img.sizes()),
+                img.dim() == 4 ? "a batch: pass one image, e.g. x[0]"
+                               : "pass dataformats that names each dim (\"CHW\", \"HWC\", \"HW\")");
+  const Shape& s = img.sizes();
+  int64_t c = 1, h = 0, w = 0;
+  if (dataformats == "CHW") c = s[0], h = s[1], w = s[2];
+  if (dataformats == "HWC") h = s[0], w = s[1], c = s[2];
+  if (dataformats == "HW") h = s[0], w = s[1];
+  GRADLAB_CHECK(c == 1 || c == 3 || c == 4, ShapeError, op,
+                "bad channel count for dataformats \"" + dataformats + "\"",
+                "C = 1 (gray), 3 (RGB) or 4 (RGBA)",
+                "C = " + std::to_string(c) + " in " + shape_str(s),
+                c > 4 && dataformats == "CHW" && (s[2] <= 4)
+                    ? "the channels come last: pass dataformats \"HWC\""
+                    : "one image at a time, channels as its own dim");
+  GRADLAB_CHECK(h >= 1 && w >= 1, ShapeError, op, "an empty image", "height, width >= 1",
+                shape_str(s));
+  const ScalarType dt = img.dtype();
+  const bool is_float = dt == kFloat32 || dt == kFloat64 || dt == kFloat16 || dt == kBFloat16;
+  GRADLAB_CHECK(is_float || dt == kUInt8, DTypeError, op, "unsupported image dtype",
+                "float (values in [0, 1]) or uint8 (0..255)", to_string(dt),
+                "convert it: x.to(kFloat32) / 255 for 0..255 values");
+  const std::vector<double> v = img.to_vector<double>();  // in dims order
+  for (size_t i = 0; is_float && i < v.size(); ++i)
+    GRADLAB_CHECK(std::isfinite(v[i]) && v[i] >= 0.0 && v[i] <= 1.0, ValueError, op,
+                  "a float image value is outside [0, 1]", "finite values in [0, 1]",
+                  std::to_string(v[i]) + " at flat index " + std::to_string(i),
+                  "scale it first: (x - x.min()) / (x.max() - x.min()), or undo the "
+                  "normalization (x * std + mean)");
+  // HWC bytes: pixel (y, x), channel k
+  std::vector<uint8_t> px(static_cast<size_t>(h * w * c));
+  for (int64_t y = 0; y < h; ++y)
+    for (int64_t x = 0; x < w; ++x)
+      for (int64_t k = 0; k < c; ++k) {
+        const int64_t src = dataformats == "CHW" ? (k * h + y) * w + x : (y * w + x) * c + k;
+        const double e = v[static_cast<size_t>(src)];
+        px[static_cast<size_t>((y * w + x) * c + k)] =
+            static_cast<uint8_t>(is_float ? std::lround(e * 255.0) : std::lround(e));
+      }
+  main().append(
+      event_with_summary(walltime.value_or(now_seconds()), global_step,
+                         summary_of(image_value(tag, h, w, c, detail::encode_png(px, h, w, c)))));
+}
+
+namespace {
+
+// TensorShapeProto { repeated Dim dim = 2; }  Dim { int64 size = 1; }
+ProtoEncoder shape_proto(const Shape& s) {
+  ProtoEncoder p;
+  for (int64_t d : s) {
+    ProtoEncoder dim;
+    dim.int64(1, d);
+    p.message(2, dim);
+  }
+  return p;
+}
+
+// One graph node for the GraphDef.
+struct GNode {
+  std::string name, op, site;
+  std::vector<std::string> inputs;
+  std::vector<Shape> shapes;
+};
+
+// NodeDef { string name = 1; string op = 2; repeated string input = 3;
+//           map<string, AttrValue> attr = 5; }  (a map entry: { key = 1; value = 2 })
+// AttrValue { ListValue list = 1; bytes s = 2; }  ListValue { repeated TensorShapeProto shape = 7;
+// } GraphDef { repeated NodeDef node = 1; VersionDef versions = 4; }  VersionDef { producer = 1 }
+std::string graph_def(const std::vector<GNode>& nodes) {
+  ProtoEncoder g;
+  for (const GNode& n : nodes) {
+    ProtoEncoder nd, list, shapes_attr, shapes_entry;
+    nd.bytes(1, n.name).bytes(2, n.op);
+    for (const std::string& in : n.inputs) nd.bytes(3, in);
+    for (const Shape& s : n.shapes) list.message(7, shape_proto(s));
+    shapes_attr.message(1, list);
+    shapes_entry.bytes(1, "_output_shapes").message(2, shapes_attr);
+    nd.message(5, shapes_entry);
+    if (!n.site.empty()) {
+      ProtoEncoder site_attr, site_entry;
+      site_attr.bytes(2, n.site);
+      site_entry.bytes(1, "site").message(2, site_attr);
+      nd.message(5, site_entry);
+    }
+    g.message(1, nd);
+  }
+  ProtoEncoder versions;
+  versions.int64(1, 22);  // what PyTorch writes
+  g.message(4, versions);
+  return g.str();
+}
+
+}  // namespace
+
+void SummaryWriter::add_graph(nn::Module& model,
+                              const std::function<Tensor(const Tensor&)>& forward,
+                              const Tensor& input_to_model) {
+  main();
+  const char* op = "add_graph";
+  GRADLAB_CHECK(input_to_model.defined(), ValueError, op, "the example input is undefined",
+                "a tensor the model takes", "an undefined tensor");
+  // A module's forward hook sees its output after its forward: the output's grad_fn is the
+  // last node it made. Hooks fire children first, so "every unnamed node made up to here"
+  // is the module's own share.
+  struct Mark {
+    std::string path;
+    uint64_t last = 0;
+  };
+  std::vector<Mark> marks;
+  std::vector<std::pair<std::shared_ptr<nn::Module>, unsigned>> hooks;
+  nn::NamedModules mods = model.named_modules();
+  mods.emplace_back("", model.shared_from_this());
+  struct Unhook {
+    decltype(hooks)& h;
+    ~Unhook() {
+      for (auto& [m, id] : h) m->remove_forward_hook(id);
+    }
+  } unhook{hooks};
+  for (const auto& [path, m] : mods)
+    hooks.emplace_back(m, m->register_forward_hook([&marks, path](nn::Module&, const Tensor& out) {
+      if (auto fn = out.defined() ? out.grad_fn() : nullptr)
+        marks.push_back({path, fn->sequence_nr()});
+    }));
+
+  const ScalarType dt = input_to_model.dtype();
+  const bool is_float = dt == kFloat32 || dt == kFloat64 || dt == kFloat16 || dt == kBFloat16;
+  Tensor x = input_to_model.detach();
+  if (is_float) x.requires_grad_(true);
+  Tensor out;
+  {
+    EnableGradGuard grad_on;
+    out = forward(x);
+  }
+  GRADLAB_CHECK(out.defined(), ValueError, op, "the forward returned an undefined tensor",
+                "the model's output", "an undefined tensor");
+  const autograd::Edge top = autograd::gradient_edge(out);
+  GRADLAB_CHECK(top.valid() && !dynamic_cast<autograd::AccumulateGrad*>(top.fn.get()), ValueError,
+                op, "the output has no autograd graph", "an output with a grad_fn", out.describe(),
+                "does the model have parameters that require grad, and was it run under "
+                "NoGradGuard?");
+
+  // every node reachable from the output
+  std::vector<autograd::Node*> all;
+  std::set<autograd::Node*> seen;
+  std::vector<autograd::Node*> stack{top.fn.get()};
+  while (!stack.empty()) {
+    autograd::Node* n = stack.back();
+    stack.pop_back();
+    if (!seen.insert(n).second) continue;
+    all.push_back(n);
+    for (const autograd::Edge& e : n->next_edges())
+      if (e.valid()) stack.push_back(e.fn.get());
+  }
+  std::sort(all.begin(), all.end(), [](autograd::Node* a, autograd::Node* b) {
+    return a->sequence_nr() < b->sequence_nr();
+  });
+
+  std::unordered_map<const TensorImpl*, std::string> param_names;
+  for (const auto& [name, p] : model.named_parameters()) param_names[p.impl()] = name;
+  std::unordered_map<autograd::Node*, std::string> names;
+  std::set<std::string> taken{"input", "output"};
+  auto unique = [&taken](std::string base) {
+    std::string n = base;
+    for (int i = 1; taken.count(n); ++i) n = base + "_" + std::to_string(i);
+    taken.insert(n);
+    return n;
+  };
+  std::vector<GNode> nodes;
+  size_t m = 0;  // the next mark: nodes are visited in creation order
+  for (autograd::Node* n : all) {
+    if (auto* acc = dynamic_cast<autograd::AccumulateGrad*>(n)) {
+      const TensorImpl* leaf = acc->leaf().get();
+      GNode g;
+      if (leaf == x.impl()) {
+        g.name = "input", g.op = "IO Node";
+      } else if (auto it = param_names.find(leaf); it != param_names.end()) {
+        g.name = unique(it->second), g.op = "Parameter";
+      } else {
+        g.name = unique("leaf"), g.op = "Leaf";
+      }
+      g.shapes.push_back(leaf->sizes);
+      names[n] = g.name;
+      nodes.push_back(std::move(g));
+      continue;
+    }
+    while (m < marks.size() && marks[m].last < n->sequence_nr()) ++m;
+    std::string scope = m < marks.size() ? marks[m].path : "";
+    std::replace(scope.begin(), scope.end(), '.', '/');
+    GNode g;
+    g.op = n->name();
+    g.name = unique(scope.empty() ? g.op : scope + "/" + g.op);
+    g.site = n->site.str();
+    for (const autograd::TensorMeta& meta : n->output_meta()) g.shapes.push_back(meta.shape);
+    names[n] = g.name;
+    nodes.push_back(std::move(g));
+  }
+  // edges, now that every node has its name: node n's next edge i is the producer of input i
+  for (size_t i = 0; i < all.size(); ++i)
+    for (const autograd::Edge& e : all[i]->next_edges())
+      if (e.valid())
+        nodes[i].inputs.push_back(names[e.fn.get()] +
+                                  (e.input_nr ? ":" + std::to_string(e.input_nr) : ""));
+  GNode o;
+  o.name = "output", o.op = "IO Node";
+  o.inputs.push_back(names[top.fn.get()] +
+                     (top.input_nr ? ":" + std::to_string(top.input_nr) : ""));
+  o.shapes.push_back(out.sizes());
+  nodes.push_back(std::move(o));
+
+  // Event { double wall_time = 1; int64 step = 2; bytes graph_def = 4; }
+  ProtoEncoder e;
+  e.fixed64_double(1, now_seconds()).int64(2, 0).bytes(4, graph_def(nodes));
+  main().append(e.str());
 }
 
 void SummaryWriter::add_hparams(const std::map<std::string, HParam>& hparams,

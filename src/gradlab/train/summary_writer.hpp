@@ -6,6 +6,8 @@
 //   w.add_scalars("loss", {{"train", a}, {"val", b}}, step);   // one sub-run per key
 //   w.add_histogram("fc1.weight", weight, step);    // weights or gradients
 //   w.add_text("notes", "lr 0.05, seed 0", 0);
+//   w.add_image("input/0", x[0], step);            // [C, H, W] in [0, 1] (or uint8) -> PNG
+//   w.add_graph(model, x);                          // the Graphs tab: model's autograd graph
 //   w.add_hparams({{"lr", 0.05}, {"seed", int64_t{0}}}, {{"hparam/accuracy", 0.97}});
 //   w.close();                                      // open with: tensorboard --logdir runs
 //
@@ -18,6 +20,7 @@
 // reads back as float(x), not x. Histograms keep float64 (min, max, sum, buckets).
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -26,11 +29,8 @@
 #include <variant>
 #include <vector>
 
+#include "gradlab/nn/module.hpp"
 #include "gradlab/train/run_info.hpp"
-
-namespace gradlab {
-class Tensor;
-}
 
 namespace gradlab::train {
 
@@ -80,6 +80,31 @@ class SummaryWriter {
   /// Text (markdown) under tag "<tag>/text_summary", as PyTorch.
   void add_text(const std::string& tag, const std::string& text, int64_t global_step = 0,
                 std::optional<double> walltime = std::nullopt);
+  /// An image for the Images tab, PNG-encoded (Summary.Value.image), as PyTorch's add_image.
+  /// `dataformats` names the dims: "CHW" (default), "HWC" or "HW"; C is 1 (gray), 3 (RGB) or
+  /// 4 (RGBA). A float image must hold finite values in [0, 1] (stored as round(255 * v)); a
+  /// uint8 image is stored as is. ShapeError / DTypeError / ValueError name what was found.
+  /// NOTE: PyTorch truncates 255 * v and turns gray into RGB; gradlab rounds and keeps gray.
+  void add_image(const std::string& tag, const Tensor& img_tensor, int64_t global_step = 0,
+                 const std::string& dataformats = "CHW",
+                 std::optional<double> walltime = std::nullopt);
+  /// The autograd graph of one forward of `model` on `input_to_model`, for the Graphs tab
+  /// (Event.graph_def: a tensorflow.GraphDef), as PyTorch's add_graph. The forward runs with
+  /// grad on, on a detached copy of the input that requires grad (when it is floating point).
+  /// Nodes: "input" and "output" (op "IO Node"); each parameter under its dotted name (op
+  /// "Parameter"); each backward node under the path of the module it ran in, dots as
+  /// slashes ("encoder/0/AddmmBackward0", op "AddmmBackward0"; "_1", "_2" on repeats), with
+  /// attrs "_output_shapes" and "site" (its creation site). Edges follow the forward data flow.
+  /// NOTE: a module is known by its forward hook (calls through a holder or a Sequential);
+  /// ops a container runs between its children go to the child that runs next.
+  template <class H, std::enable_if_t<nn::detail::is_callable_holder_v<H>, int> = 0>
+  void add_graph(const H& model, const Tensor& input_to_model) {
+    add_graph(
+        *model.ptr(), [&](const Tensor& x) -> Tensor { return model(x); }, input_to_model);
+  }
+  /// Same, for any forward: `forward(input)` is expected to call `model`'s submodules.
+  void add_graph(nn::Module& model, const std::function<Tensor(const Tensor&)>& forward,
+                 const Tensor& input_to_model);
   /// Hyper-parameters and final metrics for TensorBoard's HParams tab: writes the experiment,
   /// session start (the values) and session end records, then each metric as a scalar, into
   /// the sub-run <log_dir>/<run_name> (default: the current time, as PyTorch).
