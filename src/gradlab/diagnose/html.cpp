@@ -17,6 +17,7 @@
 #include "gradlab/diagnose/finding.hpp"
 #include "gradlab/diagnose/internal.hpp"
 #include "gradlab/io/atomic_file.hpp"
+#include "gradlab/io/html_escape.hpp"
 
 namespace gradlab::diagnose {
 
@@ -30,22 +31,8 @@ constexpr Stage kStages[] = {Stage::Data, Stage::Model, Stage::Training};
 constexpr const char* kPalette[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
                                     "#ff7f0e", "#17becf", "#8c564b", "#e377c2"};
 
-// Text and attribute values: & < > " ' become entities, so evidence holding markup shows as text.
-std::string esc(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
+// Text and attribute values (io::html_escape): evidence holding markup shows as text.
+std::string esc(std::string_view s) { return io::html_escape(s); }
 
 // SVG coordinates with one decimal: a tenth of a pixel is finer than anything drawn.
 std::string px(double v) {

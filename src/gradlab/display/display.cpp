@@ -18,6 +18,7 @@
 
 #include "gradlab/autograd/graph.hpp"
 #include "gradlab/core/error.hpp"
+#include "gradlab/io/html_escape.hpp"
 
 extern char** environ;
 
@@ -30,21 +31,6 @@ extern "C" void gradlab_set_display_sink(gradlab_display_sink_fn sink) { g_sink.
 namespace gradlab {
 
 namespace {
-
-std::string html_escape(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 // One element as the table shows it: integers as integers, floats with 6 significant digits.
 std::string cell_text(double v, bool integral) {
@@ -84,11 +70,11 @@ MimeBundle mime_bundle(const Tensor& t) {
   }
   b.data["text/plain"] = t.str();
   std::ostringstream h;
-  h << "<div class=\"gradlab-tensor\"><p><code>" << html_escape(t.describe());
+  h << "<div class=\"gradlab-tensor\"><p><code>" << io::html_escape(t.describe());
   if (t.requires_grad()) h << ", requires_grad";
   h << "</code></p>";
   if (t.dim() > 2) {
-    h << "<pre>" << html_escape(t.str()) << "</pre></div>";
+    h << "<pre>" << io::html_escape(t.str()) << "</pre></div>";
     b.data["text/html"] = h.str();
     return b;
   }
