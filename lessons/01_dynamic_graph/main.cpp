@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/figures.hpp"
 #include "common/lesson.hpp"
 
 namespace gl = gradlab;
@@ -223,6 +224,9 @@ int main() {
     std::cout << "wrote " << path_a.string() << " and " << path_b.string() << "\n";
     std::cout << "render with: dot -Tpng " << path_a.string() << " -o branch_a.png\n";
     std::cout << dot_a;
+    // The README shows both graphs as pictures (tools/make_lesson_figures.py; Graphviz's dot).
+    LESSON_FIGURE("branch_a.svg", gl::graph_view(ld_a, "lesson 01: branch A"));
+    LESSON_FIGURE("branch_b.svg", gl::graph_view(ld_b, "lesson 01: branch B"));
     L.check(dot_a.rfind("digraph", 0) == 0 && dot_a.find("ReluBackward0") != std::string::npos &&
                 dot_a.find("TanhBackward0") == std::string::npos,
             "branch A's DOT file is a digraph with a ReluBackward0 box and no TanhBackward0");

@@ -21,6 +21,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/figures.hpp"
 #include "common/lesson.hpp"
 
 namespace gl = gradlab;
@@ -146,6 +147,10 @@ int main() {
     L.check(digits.data().sizes() == gl::Shape{1797, 1, 8, 8} &&
                 digits.data().max().item<float>() == 1.0f,
             "1797 images of 1x8x8 pixels scaled to [0, 1] (the file holds 0..16)");
+    // The README shows the first 20 digits: [20, 1, 8, 8] -> two rows of ten, [16, 80] pixels.
+    LESSON_FIGURE("digits.png", gl::image_view(digits.data().slice(0, 0, 20).reshape({2, 10, 8, 8})
+                                                   .permute({0, 2, 1, 3}).reshape({16, 80}),
+                                               6, 0.0, 1.0));
     // train, test = random_split(digits, [1437, 360], generator=torch.Generator().manual_seed(0))
     auto [train, test] = data::train_test_split(digits, 360, /*seed=*/0);
     std::cout << "train/test split with seed 0: " << train.size() << " / " << test.size() << "\n";

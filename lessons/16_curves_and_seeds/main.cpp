@@ -32,6 +32,7 @@
 
 #include <sys/wait.h>
 
+#include "common/figures.hpp"
 #include "common/lesson.hpp"
 #include "common/util.hpp"
 
@@ -370,6 +371,19 @@ int main(int argc, char** argv) {
                 << "\n";
     }
     const Curves &high = by_lr["high"], &low = by_lr["low"], &good = by_lr["good"];
+    // The README shows the three runs' loss and gradient norm per step, each on one log-scale
+    // plot (tools/make_lesson_figures.py redraws them).
+    for (const auto& [file, what] : {std::pair<std::string, std::string>{"lr_loss.png", "loss"},
+                                     {"lr_grad_norm.png", "gradient norm"}}) {
+      auto pick = [&](const Curves& c) { return what == "loss" ? c.loss : c.grad_norm; };
+      gl::CurvePlot plot = gl::curve_plot({{"lr 0.5 (high)", pick(high), {}},
+                                           {"lr 0.0005 (low)", pick(low), {}},
+                                           {"lr 0.05 (good)", pick(good), {}}},
+                                          what);
+      plot.log_y = true;
+      plot.title = "lesson 16: " + what + " per step at three learning rates";
+      LESSON_FIGURE(file, plot);
+    }
     if (high.stopped) std::cout << "lr 0.5: " << high.stopped->substr(0, high.stopped->find("; hint")) << "\n";
     const std::vector<double> hm = epoch_means(high.loss), gm = epoch_means(good.loss);
     const double high_min = *std::min_element(hm.begin(), hm.end());
