@@ -6,7 +6,8 @@ The glossary is the table under "## 术语表" in README.zh-CN.md: | English | �
 (separated by "、"; an N stands for any section number, e.g. "第 N 部分" catches 第 3 部分 and 第 3c 部分).
 
 Fails when
-  - a zh page (README.zh-CN.md, lessons/*/README.zh-CN.md, and any --also page) uses an avoided term,
+  - a zh page (README.zh-CN.md, lessons/*/README.zh-CN.md, the markdown cells of the Chinese
+    notebooks notebooks/zh-CN/*.ipynb, and any --also page) uses an avoided term,
   - a term of the "页面用" column appears on no zh page (outside the glossary itself),
   - the glossary is missing, has fewer than 20 rows, or does not avoid 论断.
 Fenced code blocks (program output, which stays English) and the glossary itself are not scanned.
@@ -15,6 +16,7 @@ Fenced code blocks (program output, which stays English) and the glossary itself
 """
 import argparse
 import glob
+import json
 import os
 import re
 import sys
@@ -74,6 +76,7 @@ def main():
     root = os.path.normpath(args.root)
     readme = os.path.join(root, "README.zh-CN.md")
     pages = [readme] + sorted(glob.glob(os.path.join(root, "lessons", "*", "README.zh-CN.md"))) + args.also
+    pages += sorted(glob.glob(os.path.join(root, "notebooks", "zh-CN", "*.ipynb")))
 
     problems = []
     try:
@@ -93,7 +96,11 @@ def main():
     for page in pages:
         try:
             text = open(page, encoding="utf-8").read()
-        except OSError as e:
+            if page.endswith(".ipynb"):  # its markdown cells, one after another (line numbers count them)
+                cells = json.loads(text)["cells"]
+                text = "\n".join("".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+                                  for c in cells if c["cell_type"] == "markdown")
+        except (OSError, ValueError, KeyError) as e:
             problems.append(f"{page}: cannot read: {e}")
             continue
         rel = os.path.relpath(page, root) if not os.path.isabs(page) or page.startswith(root) else page
