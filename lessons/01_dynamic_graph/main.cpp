@@ -14,8 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "common/figures.hpp"
-#include "common/lesson.hpp"
+#include "common/figures.hpp"  // and common/lesson.hpp
 
 namespace gl = gradlab;
 

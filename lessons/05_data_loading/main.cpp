@@ -21,8 +21,7 @@
 #include <sstream>
 #include <thread>
 
-#include "common/figures.hpp"
-#include "common/lesson.hpp"
+#include "common/figures.hpp"  // and common/lesson.hpp
 
 namespace gl = gradlab;
 namespace data = gradlab::data;

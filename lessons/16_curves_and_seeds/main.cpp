@@ -32,8 +32,7 @@
 
 #include <sys/wait.h>
 
-#include "common/figures.hpp"
-#include "common/lesson.hpp"
+#include "common/figures.hpp"  // and common/lesson.hpp
 #include "common/util.hpp"
 
 namespace gl = gradlab;
