@@ -6,7 +6,9 @@
 // it, even though backward gives it a gradient. Two diagnostics name the culprits:
 //   nn::find_unregistered_tensors(loss, model)  leaves that feed the loss but are not parameters
 //   nn::parameters_not_updated(before, after)   registered parameters an optimizer step left alone
-// Finally the fix, and the same training run converging.
+// Then the fix, and the same training run converging. Last, what a parameter starts as:
+// nn::Linear's default init, and why the scale of the initial weights decides whether a signal
+// survives a deep stack of layers (it explodes, vanishes or keeps its size).
 
 #include <cmath>
 #include <gradlab/gradlab.hpp>
@@ -89,6 +91,40 @@ Data make_data() {
 }
 
 // Trains with SGD on model->parameters(); returns the final loss.
+// ---- 5. initialization: a batch through a deep stack ----------------------------------------
+constexpr int kDepth = 20;
+constexpr int64_t kWidth = 256;
+enum class Act { kReLU, kTanh };
+struct DepthRun {
+  std::vector<double> stds;  // std of the activations after each layer
+  double saturated = 0;      // share of the last layer's tanh units with |h| > 0.99
+};
+// for _ in range(20): h = act(nn.Linear(256, 256, bias=False)(h)), the weights filled by `init`
+// (nothing: keep nn::Linear's default). Biases off, so the weights' scale alone decides.
+template <class Init>
+DepthRun through_depth(const gl::Tensor& x, Act act, Init&& init) {
+  gl::NoGradGuard no_grad;
+  gl::manual_seed(7);
+  gl::Generator g(7);
+  gl::Tensor h = x;
+  DepthRun r;
+  for (int k = 0; k < kDepth; ++k) {
+    nn::Linear layer(nn::LinearOptions(kWidth, kWidth).bias(false));
+    init(layer->weight, g);
+    h = act == Act::kReLU ? gl::relu(layer(h)) : gl::tanh(layer(h));
+    // NOTE: in float64: the squares of 1e20 overflow float32
+    r.stds.push_back(gl::std(h.to(gl::kFloat64)).item<double>());
+  }
+  r.saturated = gl::mean((gl::abs(h) > 0.99).to(gl::kFloat32)).item<double>();
+  return r;
+}
+
+bool within(const std::vector<double>& v, double lo, double hi) {
+  for (double s : v)
+    if (!(s >= lo && s <= hi)) return false;  // NOTE: false for NaN
+  return true;
+}
+
 template <class Model>
 double train(Model& model, const Data& d, int steps, double lr) {
   gl::optim::SGD opt(model->parameters(), gl::optim::SGDOptions(lr));
@@ -110,8 +146,12 @@ GRADLAB_MODULE(Net);
 GRADLAB_MODULE(ShiftedRegressor);
 GRADLAB_MODULE(TwoLayer);
 
-int main() {
-  lesson::Lesson L("06", "modules and parameters");
+int main(int argc, char** argv) {
+  lesson::Lesson L("06", "modules and parameters", argc, argv,
+                   {{"relu_gain_1",
+                     "section 5's Kaiming init forgets ReLU's gain sqrt(2) (nonlinearity kLinear), "
+                     "so each ReLU halves the signal's variance",
+                     "with Kaiming init (std sqrt(2 / fan_in)) every ReLU layer's std stays"}});
   return L.run([&] {
     // -------------------------------------------------------------------------------------------
     L.section("1. registration: what parameters() sees");
@@ -219,5 +259,87 @@ int main() {
     train(right, data, 1, 0.05);
     L.check(nn::parameters_not_updated(before_right, *right).empty(),
             "with out = register_module(...) every registered parameter moves after one step");
+
+    // -------------------------------------------------------------------------------------------
+    L.section("5. initialization: the scale of the weights decides if a signal survives depth");
+    // nn::Linear's reset_parameters(): kaiming_uniform_(weight, a = sqrt(5)), i.e. gain
+    // sqrt(2 / (1 + 5)) = 1/sqrt(3) and bound gain * sqrt(3 / fan_in) = 1/sqrt(fan_in); the bias
+    // is U(-1/sqrt(fan_in), 1/sqrt(fan_in)) too. A uniform U(-b, b) has std b / sqrt(3).
+    {
+      gl::manual_seed(5);
+      nn::Linear probe(kWidth, kWidth);
+      const double bound = 1.0 / std::sqrt(static_cast<double>(kWidth));
+      const double w_max = gl::amax(gl::abs(probe->weight)).item<double>();
+      const double w_std = gl::std(probe->weight).item<double>();
+      const double b_max = gl::amax(gl::abs(probe->bias)).item<double>();
+      std::cout << "nn::Linear(256, 256) default: max |w| " << lesson::fmt(w_max) << " <= 1/sqrt(256) = "
+                << lesson::fmt(bound) << ", std(w) " << lesson::fmt(w_std) << " vs 1/sqrt(3 * 256) = "
+                << lesson::fmt(bound / std::sqrt(3.0)) << ", max |b| " << lesson::fmt(b_max) << "\n";
+      L.check(w_max <= bound && w_max > 0.99 * bound && b_max <= bound &&
+                  std::abs(w_std / (bound / std::sqrt(3.0)) - 1) < 0.03,
+              "nn::Linear's default init is U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weight and bias "
+              "(kaiming_uniform_ with a = sqrt(5)): std(w) = 1/sqrt(3 fan_in)");
+    }
+    L.say(
+        "Why the scale matters: one layer gives Var(out) = fan_in * Var(w) * E[in^2]. A ReLU keeps\n"
+        "half of E[in^2], so Var(w) = 2 / fan_in (Kaiming) keeps the signal's size layer after\n"
+        "layer; tanh is the identity near 0 and wants Var(w) ~ 1 / fan_in (Xavier, times 5/3 for\n"
+        "its squashing). Any other scale multiplies the variance by the same factor at every layer.");
+    gl::Generator gx(8);
+    const gl::Tensor x = gl::randn({512, kWidth}, {}, &gx);  // a batch of 512, std 1
+    auto keep_default = [](gl::Tensor&, gl::Generator&) {};
+    auto std_one = [](gl::Tensor& w, gl::Generator& g) { nn::init::normal_(w, 0.0, 1.0, &g); };
+    const bool relu_gain_1 = L.bug("relu_gain_1");
+    auto kaiming = [relu_gain_1](gl::Tensor& w, gl::Generator& g) {
+      // BUG (relu_gain_1): the gain of a linear layer, 1, instead of ReLU's sqrt(2)
+      if (relu_gain_1)
+        nn::init::kaiming_normal_(w, 0.0, nn::init::kFanIn, gl::kLinear, &g);
+      else
+        nn::init::kaiming_normal_(w, 0.0, nn::init::kFanIn, nn::init::kReLU, &g);
+    };
+    auto xavier = [](gl::Tensor& w, gl::Generator& g) {
+      nn::init::xavier_uniform_(w, nn::init::calculate_gain(nn::init::kTanh), &g);
+    };
+    const DepthRun relu_one = through_depth(x, Act::kReLU, std_one);
+    const DepthRun relu_default = through_depth(x, Act::kReLU, keep_default);
+    const DepthRun relu_kaiming = through_depth(x, Act::kReLU, kaiming);
+    const DepthRun tanh_one = through_depth(x, Act::kTanh, std_one);
+    const DepthRun tanh_default = through_depth(x, Act::kTanh, keep_default);
+    const DepthRun tanh_xavier = through_depth(x, Act::kTanh, xavier);
+    std::cout << "std of the activations after layer   1        5        10       20   (20 x Linear(256, 256), no bias)\n";
+    auto row = [](const std::string& name, const DepthRun& r) {
+      std::cout << name;
+      for (int k : {0, 4, 9, 19}) std::cout << "  " << lesson::fmt("%.1e", r.stds[k]);
+      std::cout << "\n";
+    };
+    row("ReLU, w ~ N(0, 1)                  ", relu_one);
+    row("ReLU, default U(+-1/sqrt(fan_in))  ", relu_default);
+    row("ReLU, Kaiming N(0, 2/fan_in)       ", relu_kaiming);
+    row("tanh, w ~ N(0, 1)                  ", tanh_one);
+    row("tanh, default U(+-1/sqrt(fan_in))  ", tanh_default);
+    row("tanh, Xavier uniform, gain 5/3     ", tanh_xavier);
+    std::cout << "tanh units saturated (|h| > 0.99) after layer 20: N(0, 1) "
+              << lesson::fmt(100 * tanh_one.saturated, 1) << "%, Xavier "
+              << lesson::fmt(100 * tanh_xavier.saturated, 1) << "%\n";
+    L.check(relu_one.stds.back() > 1e10,
+            "ReLU with w ~ N(0, 1): the std grows by ~sqrt(256 / 2) per layer and explodes (> 1e10 "
+            "after 20 layers)");
+    L.check(relu_default.stds.back() < 1e-5,
+            "ReLU with the default init: Var(w) = 1/(3 fan_in) shrinks the variance 6x per layer, "
+            "the signal vanishes (< 1e-5 after 20 layers)");
+    L.check(within(relu_kaiming.stds, 0.1, 10),
+            "with Kaiming init (std sqrt(2 / fan_in)) every ReLU layer's std stays within [0.1, 10]");
+    L.check(tanh_one.saturated > 0.75,
+            "tanh with w ~ N(0, 1): over 3/4 of the units are saturated at +-1, where tanh's "
+            "gradient is ~0");
+    L.check(tanh_default.stds.back() < 1e-3,
+            "tanh with the default init: the variance shrinks ~3x per layer and vanishes (< 1e-3 "
+            "after 20 layers)");
+    L.check(within(tanh_xavier.stds, 0.1, 1) && tanh_xavier.saturated < 0.1,
+            "with Xavier init (gain 5/3) every tanh layer's std stays within [0.1, 1] and under 10% "
+            "of the units saturate");
+    L.say(
+        "The default suits the shallow nets of these lessons (and nets with normalization layers);\n"
+        "a deep plain stack needs the init that matches its nonlinearity.");
   });
 }

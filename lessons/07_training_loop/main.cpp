@@ -6,9 +6,12 @@
 // gradients. Then gradient accumulation over micro-batches (equal to one big batch), a watch on
 // the gradient norm, and the digits MLP (64-128-10) trained to >= 95% test accuracy.
 // Every batch comes from a data::DataLoader (lesson 05): in order for the comparisons, shuffled
-// with a seed for the training; none is sliced by hand.
+// with a seed for the training; none is sliced by hand. Last, two things the loop decides
+// besides its order: how long it waits for the loader (a slow get() starves the step), and how
+// the batch size and the learning rate go together (the linear scaling rule).
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +21,7 @@
 #include <numbers>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/lesson.hpp"
@@ -61,6 +65,70 @@ double accuracy(nn::Sequential& model, const gl::Tensor& x, const gl::Tensor& y)
   return acc;
 }
 
+// A dataset whose get(i) first waits `wait_ms` (reading from a slow disk, decoding a JPEG):
+// a sleep, so the wait costs no CPU and does not depend on the machine's speed.
+struct SlowRows : gl::data::Dataset {
+  SlowRows(gl::Tensor x, gl::Tensor y, int wait_ms) : x_(std::move(x)), y_(std::move(y)), wait_ms_(wait_ms) {}
+  gl::data::Example<> get(size_t i) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(wait_ms_));
+    return {x_[static_cast<int64_t>(i)], y_[static_cast<int64_t>(i)]};
+  }
+  size_t size() const override { return static_cast<size_t>(x_.size(0)); }
+  gl::Tensor x_, y_;
+  int wait_ms_;
+};
+
+// One epoch of training; the wall time the loop spends waiting for the next batch (between the
+// end of one step and the start of the next, where the loader works) and inside the steps.
+struct LoopTimes {
+  double wait_ms = 0, step_ms = 0;
+};
+LoopTimes timed_epoch(gl::data::DataLoader& loader, nn::Sequential& m, optim::SGD& o,
+                      nn::CrossEntropyLoss& criterion) {
+  using clock = std::chrono::steady_clock;
+  const auto ms = [](clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); };
+  LoopTimes t;
+  auto mark = clock::now();
+  for (gl::data::Batch& b : loader) {
+    const auto got = clock::now();
+    t.wait_ms += ms(got - mark);
+    o.zero_grad();
+    criterion(m(b.data), b.target).backward();
+    o.step();
+    mark = clock::now();
+    t.step_ms += ms(mark - got);
+  }
+  return t;
+}
+
+// Trains make_mlp(seed) with plain SGD for `epochs` epochs of batches of `batch`; returns
+// {steps taken, mean loss over the whole training set, test accuracy}.
+struct Run {
+  int64_t steps = 0;
+  double train_loss = 0, test_acc = 0;
+};
+Run train_with(const Split& d, int64_t batch, double lr, int64_t epochs) {
+  nn::Sequential m = make_mlp(5);
+  optim::SGD o(m->parameters(), optim::SGDOptions(lr));
+  nn::CrossEntropyLoss criterion;
+  gl::data::DataLoader loader(gl::data::TensorDataset(d.x_train, d.y_train),
+                              gl::data::DataLoaderOptions(batch).shuffle(true).seed(1));
+  Run r;
+  for (int64_t e = 0; e < epochs; ++e)
+    for (gl::data::Batch& b : loader) {
+      o.zero_grad();
+      criterion(m(b.data), b.target).backward();
+      o.step();
+      ++r.steps;
+    }
+  {
+    gl::NoGradGuard no_grad;
+    r.train_loss = criterion(m(d.x_train), d.y_train).item<double>();
+  }
+  r.test_acc = accuracy(m, d.x_test, d.y_test);
+  return r;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -78,7 +146,10 @@ int main(int argc, char** argv) {
         "accumulating 4 micro-batches (loss / 4) gives the big batch's update"},
        {"schedule_per_step",
         "section 6 calls schedule.step() after every batch, not once per epoch",
-        "every recorded lr is the cosine schedule's value for its epoch"}});
+        "every recorded lr is the cosine schedule's value for its epoch"},
+       {"lr_not_scaled",
+        "section 8's large-batch run keeps the small batch's learning rate instead of scaling it",
+        "scaling the learning rate with the batch (linear scaling rule) recovers"}});
   return L.run([&] {
     // -------------------------------------------------------------------------------------------
     L.section(
@@ -457,5 +528,78 @@ int main(int argc, char** argv) {
     L.check(csv_ok && rows == history.size() && rows > 0,
             "the per-step record is saved as CSV: header epoch,step,loss,grad_norm,lr and one row "
             "per step, equal to the records in memory");
+
+    // -------------------------------------------------------------------------------------------
+    L.section("7. the hidden bottleneck: a loop that waits for its loader");
+    {
+      // 256 training rows in 8 batches of 32; each get() waits 1 ms, so a batch costs the loader
+      // 32 ms of waiting, while a step of this small MLP on 32 rows takes a fraction of that.
+      const int64_t n = 256;
+      const auto slow = std::make_shared<SlowRows>(d.x_train.narrow(0, 0, n), d.y_train.narrow(0, 0, n), 1);
+      const auto fast = std::make_shared<gl::data::TensorDataset>(d.x_train.narrow(0, 0, n),
+                                                                  d.y_train.narrow(0, 0, n));
+      nn::Sequential m = make_mlp(6);
+      optim::SGD o(m->parameters(), optim::SGDOptions(lr));
+      gl::data::DataLoader from_memory(fast, gl::data::DataLoaderOptions(32));
+      gl::data::DataLoader slow0(slow, gl::data::DataLoaderOptions(32));
+      gl::data::DataLoader slow4(slow, gl::data::DataLoaderOptions(32).num_workers(4));
+      // NOTE: best of 2 epochs each, interleaved, so one slow moment of a busy machine does not
+      // decide; the claims ask for ratios far from what a quiet machine gives.
+      LoopTimes mem{1e300, 1e300}, w0{1e300, 1e300}, w4{1e300, 1e300};
+      auto best = [](LoopTimes& b, LoopTimes t) {
+        if (t.wait_ms + t.step_ms < b.wait_ms + b.step_ms) b = t;
+      };
+      for (int rep = 0; rep < 2; ++rep) {
+        best(mem, timed_epoch(from_memory, m, o, criterion));
+        best(w0, timed_epoch(slow0, m, o, criterion));
+        best(w4, timed_epoch(slow4, m, o, criterion));
+      }
+      auto report = [](const std::string& name, const LoopTimes& t) {
+        std::cout << name << "waiting " << fmt(t.wait_ms, 2) << " ms, stepping " << fmt(t.step_ms, 2)
+                  << " ms per epoch (waiting is " << fmt(t.wait_ms / t.step_ms, 1) << "x the steps)\n";
+      };
+      report("rows in memory:              ", mem);
+      report("get() waits 1 ms, 0 workers: ", w0);
+      report("get() waits 1 ms, 4 workers: ", w4);
+      L.say(
+          "A profiler of the step alone sees nothing wrong: the step is as fast as before. The time\n"
+          "goes to the line `for (auto& b : loader)`, and only a clock around it shows it.");
+      L.check(w0.wait_ms > 2 * w0.step_ms,
+              "with a slow get() and no workers the loop spends over 2/3 of its time waiting for "
+              "the next batch, not training");
+      L.check(w4.wait_ms < w0.wait_ms / 2,
+              "4 workers, whose waits overlap (lesson 05), cut the time spent waiting by more than "
+              "half");
+    }
+
+    // -------------------------------------------------------------------------------------------
+    L.section("8. batch size and learning rate go together");
+    {
+      // Same model, same data, same number of epochs (5), plain SGD. A 16x larger batch takes 16x
+      // fewer steps; each step averages more samples but moves no further, so at the same lr it
+      // gets less far. Scaling the lr with the batch (Goyal et al. 2017: batch x k -> lr x k, as
+      // long as the larger lr stays stable) gives it back the distance.
+      const int64_t epochs = 5;
+      const double lr_small = 0.01;
+      const Run small = train_with(d, 16, lr_small, epochs);
+      const Run big = train_with(d, 256, lr_small, epochs);
+      // BUG (lr_not_scaled): the large batch keeps the small batch's lr
+      const double lr_scaled = L.bug("lr_not_scaled") ? lr_small : lr_small * 256 / 16;
+      const Run scaled = train_with(d, 256, lr_scaled, epochs);
+      auto report = [](const std::string& name, const Run& r) {
+        std::cout << name << std::setw(4) << r.steps << " steps, train loss " << fmt(r.train_loss, 3)
+                  << ", test accuracy " << fmt(r.test_acc, 3) << "\n";
+      };
+      report("batch  16, lr 0.01: ", small);
+      report("batch 256, lr 0.01: ", big);
+      report("batch 256, lr " + fmt(lr_scaled, 2) + ": ", scaled);
+      L.check(big.steps * 10 < small.steps && big.train_loss > 2 * small.train_loss,
+              "at the same lr, the 16x larger batch takes 15x fewer steps (1437 / 256 rounds up to 6 "
+              "per epoch, 1437 / 16 to 90) and ends with over twice the training loss");
+      L.check(scaled.train_loss < 1.5 * small.train_loss &&
+                  scaled.test_acc > small.test_acc - 0.03,
+              "scaling the learning rate with the batch (linear scaling rule) recovers: training "
+              "loss within 1.5x and test accuracy within 3 points of the small batch");
+    }
   });
 }

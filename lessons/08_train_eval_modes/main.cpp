@@ -6,6 +6,9 @@
 // in training mode gives metrics that change from run to run and quietly rewrites BatchNorm's
 // running statistics with test data. Finally, inference under NoGradGuard records no graph: it
 // keeps less memory alive and records no node (both counted); its speed-up is printed only.
+// Last, what eval() does NOT do: it does not turn autograd off (that is NoGradGuard's or
+// InferenceMode's job), and it does not apply the training preprocessing (a raw input fed to an
+// eval-mode model gives wrong answers). An inference pipeline is all three steps.
 
 #include <algorithm>
 #include <chrono>
@@ -13,6 +16,7 @@
 #include <ctime>
 #include <gradlab/gradlab.hpp>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,8 +55,15 @@ double median_cpu_ms(F&& f, int reps, int trials) {
 
 }  // namespace
 
-int main() {
-  lesson::Lesson L("08", "train and eval modes");
+int main(int argc, char** argv) {
+  lesson::Lesson L(
+      "08", "train and eval modes", argc, argv,
+      {{"skip_normalize",
+        "section 5's inference pipeline forgets to standardize the raw pixels",
+        "the pipeline (standardize, eval, InferenceMode) gives the eval-mode test accuracy"},
+       {"pipeline_without_guard",
+        "section 5's inference pipeline calls model->eval() but forgets InferenceMode",
+        "the pipeline's output has no grad_fn"}});
   return L.run([&] {
     // -------------------------------------------------------------------------------------------
     L.section("1. Dropout: random in training, the identity in eval");
@@ -222,5 +233,62 @@ int main() {
     std::cout << "500 forwards of 8 samples (best CPU time of 15 interleaved trials): with grad "
               << fmt(t_grad, 2) << " ms, under NoGradGuard " << fmt(t_nograd, 2) << " ms ("
               << fmt(t_grad / t_nograd, 2) << "x; information, not a claim)\n";
+
+    // -------------------------------------------------------------------------------------------
+    L.section("5. eval() is not an inference pipeline");
+    {
+      // model.eval() flips one flag that Dropout and BatchNorm read. Autograd does not read it.
+      model->eval();
+      const gl::Tensor out = model(small);
+      std::cout << "eval mode, grad mode on: output requires_grad = " << std::boolalpha
+                << out.requires_grad() << ", grad_fn = "
+                << (out.grad_fn() ? out.grad_fn()->name() : std::string("none")) << ", "
+                << gl::autograd::count_nodes(out) << " graph nodes\n";
+      L.check(out.requires_grad() && out.grad_fn() != nullptr && gl::autograd::count_nodes(out) >= 5,
+              "eval() does not turn off autograd: the output still has a grad_fn and its graph "
+              "(it keeps the saved activations alive)");
+      {
+        gl::InferenceMode guard;  // c10::InferenceMode
+        const gl::Tensor quiet = model(small);
+        L.check(!quiet.requires_grad() && quiet.grad_fn() == nullptr &&
+                    gl::autograd::count_nodes(quiet) == 0 && gl::equal(quiet, out.detach()),
+                "under InferenceMode the same eval-mode forward gives the same numbers and no graph");
+      }
+
+      // The model was trained on standardized pixels: x = (x - mean) / std with the training
+      // statistics (load_digits_split does it). A new image arrives raw, as pixel / 16 in [0, 1].
+      gl::data::DigitsSplitOptions raw_options;
+      raw_options.standardize = false;
+      const gl::data::DigitsSplit raw = gl::data::load_digits_split(raw_options);
+      const gl::Tensor raw_test = raw.test.data();
+      // NOTE: section 3's train-mode evaluation rewrote BatchNorm's running statistics, so the
+      // reference is the eval-mode accuracy of the model as it is now.
+      const double ref_acc = accuracy(model, x_test, y_test, 360);
+      const double raw_acc = accuracy(model, raw_test, y_test, 360);
+      // The pipeline: the same preprocessing as in training, eval mode, no graph.
+      const bool skip_normalize = L.bug("skip_normalize"),
+                 without_guard = L.bug("pipeline_without_guard");
+      auto predict = [&](const gl::Tensor& pixels) {
+        std::optional<gl::InferenceMode> guard;
+        if (!without_guard) guard.emplace();  // BUG (pipeline_without_guard): left out
+        model->eval();
+        // BUG (skip_normalize): the raw pixels go straight in
+        const gl::Tensor x = skip_normalize ? pixels : (pixels - digits.mean) / digits.std;
+        return model(x);
+      };
+      const gl::Tensor logits = predict(raw_test);
+      const double pipe_acc = gl::sum(gl::argmax(logits, 1) == y_test).item<double>() /
+                              static_cast<double>(y_test.size(0));
+      std::cout << "test accuracy, eval mode: standardized inputs " << fmt(ref_acc)
+                << ", raw pixels " << fmt(raw_acc) << ", raw pixels through the pipeline "
+                << fmt(pipe_acc) << "\n";
+      L.check(raw_acc < ref_acc - 0.1,
+              "eval() does not apply the training preprocessing: raw pixels fed to the eval-mode "
+              "model lose over 10 points of accuracy");
+      L.check(std::abs(pipe_acc - ref_acc) < 1e-9,
+              "the pipeline (standardize, eval, InferenceMode) gives the eval-mode test accuracy");
+      L.check(logits.grad_fn() == nullptr && !logits.requires_grad(),
+              "the pipeline's output has no grad_fn: nothing is recorded, nothing kept alive");
+    }
   });
 }
