@@ -1,9 +1,9 @@
 // Lesson 01: define-by-run graphs.
 //
 // gradlab, like PyTorch, records the autograd graph *while your code runs*: every op on a tensor
-// that requires grad appends one backward node. There is no separate "graph definition" step, so
-// an ordinary `if` or `while` in the forward pass decides which nodes exist, you can print any
-// intermediate value, and every call builds a fresh graph.
+// that requires grad appends one backward node. So an ordinary `if` or `while` decides which nodes
+// exist, you can print any intermediate, every call builds a fresh graph, and a shape mismatch
+// stops the forward at the op that makes it (gl::ShapeError, right at that line).
 
 #include <cmath>
 #include <filesystem>

@@ -1,8 +1,10 @@
 // Lesson 05: data loading.
 //
-// A custom Dataset, the digits data set, DataLoader batches and shuffling, random augmentations
-// that stay reproducible, and worker threads: why they help when getting a sample waits (disk,
-// network), what they do for CPU-bound transforms (0 to 8 of them against the core count), and
+// A custom Dataset, the digits data set, DataLoader batches and shuffling, decoding raw records
+// inside get() (lazily, per sample, in the workers), random augmentations that stay reproducible,
+// and worker threads: why they help when getting a sample waits (disk, network), how a slow
+// loader hides as the bottleneck of a training loop (the wait for the next batch timed against
+// the step), what they do for CPU-bound transforms (0 to 8 of them against the core count), and
 // that they never change the batches. Last, batches cut by hand from one tensor against the loader.
 //
 // PyTorch lines are in the comments. gradlab's loader uses threads, not processes; every
