@@ -1,9 +1,9 @@
 // Lesson 01: define-by-run graphs.
 //
 // gradlab, like PyTorch, records the autograd graph *while your code runs*: every op on a tensor
-// that requires grad appends one backward node. There is no separate "graph definition" step, so
-// an ordinary `if` or `while` in the forward pass decides which nodes exist, you can print any
-// intermediate value, and every call builds a fresh graph.
+// that requires grad appends one backward node. So an ordinary `if` or `while` decides which nodes
+// exist, you can print any intermediate, every call builds a fresh graph, and a shape mismatch
+// stops the forward at the op that makes it (gl::ShapeError, right at that line).
 
 #include <cmath>
 #include <filesystem>
@@ -86,6 +86,24 @@ std::string line_with(const std::string& text, const std::string& needle) {
   return "";
 }
 
+// Runs `f`, which should throw gl::ShapeError, and returns the message ("" when nothing is
+// thrown; another exception type is reported as such).
+template <class F>
+std::string shape_error_of(F&& f) {
+  try {
+    f();
+  } catch (const gl::ShapeError& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    return std::string("(not a gl::ShapeError) ") + e.what();
+  }
+  return "";
+}
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
 std::string read_file(const std::filesystem::path& path) {
   std::ifstream in(path);
   std::ostringstream os;
@@ -95,8 +113,12 @@ std::string read_file(const std::filesystem::path& path) {
 
 }  // namespace
 
-int main() {
-  lesson::Lesson L("01", "dynamic graph (define-by-run)");
+int main(int argc, char** argv) {
+  lesson::Lesson L("01", "dynamic graph (define-by-run)", argc, argv,
+                   {{"shapeless_error",
+                     "matmul's error is replaced by one that names only the op ('matmul: shapes "
+                     "cannot be multiplied'), as a library that loses the shapes would",
+                     "a @ w throws gl::ShapeError naming"}});
   return L.run([&] {
     // ---------------------------------------------------------------------------------------
     L.section("1. intermediates are real tensors you can print");
@@ -240,5 +262,49 @@ int main() {
     L.check(leaf.find("shape=ellipse") != std::string::npos &&
                 leaf.find("requires_grad") != std::string::npos,
             "the leaf x appears as an ellipse labelled with its shape, dtype and requires_grad");
+
+    // ---------------------------------------------------------------------------------------
+    L.section("6. a shape mismatch stops the forward at the op that cannot run");
+    // a = torch.tensor([[1., 2., 3.], [4., 5., 6.]]); w = torch.tensor([[1., 0., 1.], [0., 1., 0.]])
+    // a @ w   -> RuntimeError: mat1 and mat2 shapes cannot be multiplied (2x3 and 2x3)
+    gl::Tensor a = gl::tensor({{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}}, gl::requires_grad());
+    gl::Tensor w = gl::tensor({{1.0, 0.0, 1.0}, {0.0, 1.0, 0.0}});
+    L.say("The graph is built as the code runs, so a wrong shape fails at the very op that gets\n"
+          "it, with a gl::ShapeError: <op>: <what>; expected <X>, got <Y>; hint: <what to do>.");
+    const std::string mm_error = shape_error_of([&] {
+      if (!L.bug("shapeless_error")) return (void)a.matmul(w);
+      try {
+        (void)a.matmul(w);
+      } catch (const gl::ShapeError&) {  // BUG: the message loses the shapes and the hint
+        throw gl::ShapeError("matmul: shapes cannot be multiplied");
+      }
+    });
+    std::cout << "a " << gl::shape_str(a.sizes()) << " @ w " << gl::shape_str(w.sizes())
+              << " -> gl::ShapeError: " << mm_error << "\n";
+    L.check(mm_error.rfind("matmul: ", 0) == 0 && has(mm_error, "expected inner dims to match") &&
+                has(mm_error, "got [2, 3] @ [2, 3]") && has(mm_error, "; hint: transpose"),
+            "a @ w throws gl::ShapeError naming the op (matmul), what it expected (inner dims "
+            "to match), the shapes it found ([2, 3] @ [2, 3]) and a hint (transpose one operand)");
+    gl::Tensor aw = a.matmul(w.t());  // the fix the hint names: [2, 3] @ [3, 2]
+    std::cout << "fix: a @ w.t() = " << aw << "\n";
+    L.check(aw.sizes() == gl::Shape{2, 2} && same_values(aw.to_vector<float>(), {4, 2, 10, 5}) &&
+                aw.grad_fn() && aw.grad_fn()->name() == "MmBackward0",
+            "the fix a @ w.t() runs: [2, 3] @ [3, 2] = [2, 2] = [[4, 2], [10, 5]], recorded as "
+            "MmBackward0");
+    // a + torch.tensor([10., 20.])   -> RuntimeError: The size of tensor a (3) must match ...
+    gl::Tensor bias = gl::tensor({10.0, 20.0});  // one value per row, but shaped [2]
+    const std::string add_error = shape_error_of([&] { (void)(a + bias); });
+    std::cout << "a " << gl::shape_str(a.sizes()) << " + bias " << gl::shape_str(bias.sizes())
+              << " -> gl::ShapeError: " << add_error << "\n";
+    L.check(add_error.rfind("add: ", 0) == 0 && has(add_error, "size of a (3) must match size of b (2)") &&
+                has(add_error, "expected broadcastable shapes, got [2, 3] and [2]") &&
+                has(add_error, "; hint: "),
+            "a + bias throws gl::ShapeError naming the op (add), the clashing sizes (3 vs 2), "
+            "the shapes ([2, 3] and [2]) and a hint: shapes broadcast from the last dim");
+    gl::Tensor shifted = a + bias.reshape({2, 1});  // [2, 3] + [2, 1]: one value per row
+    std::cout << "fix: a + bias.reshape({2, 1}) = " << shifted << "\n";
+    L.check(shifted.sizes() == gl::Shape{2, 3} &&
+                same_values(shifted.to_vector<float>(), {11, 12, 13, 24, 25, 26}),
+            "the fix bias.reshape({2, 1}) broadcasts one value per row: [[11, 12, 13], [24, 25, 26]]");
   });
 }
