@@ -12,6 +12,8 @@
 // It starts its own 2 ranks: run directly, it runs itself again under
 // `mpirun -np 2 --oversubscribe`; only rank 0 prints, every claim is checked on every rank.
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -19,8 +21,10 @@
 #include <optional>
 #include <gradlab/gradlab.hpp>
 #include <iostream>
+#include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/lesson.hpp"
@@ -179,6 +183,8 @@ int main(int argc, char** argv) {
                      "every rank holds every parameter and the same averaged gradient"},
                     {"chunk_losses_summed", "the chunks' mean losses are summed instead of one mean over the gathered outputs",
                      "scatter/gather in one process gives the full-batch gradient"},
+                    {"imbalance_no_sync", "section 2's imbalance run steps under no_sync(): no all-reduce, so no rank waits",
+                     "the fast rank waits for the slow one at the all-reduce"},
                     {"one_bucket", "DDP keeps its default bucket_cap_mb (25 MB) on a 77 KB model: one bucket",
                      "at least one bucket's all-reduce started before backward finished"},
                     {"seed_per_rank", "each rank's loader is seeded with seed + rank: the shards no longer partition the data",
@@ -230,29 +236,63 @@ int main(int argc, char** argv) {
 
       L.section("2. DataParallel (one process) vs DistributedDataParallel (one process per device)");
       L.say("DataParallel: one process copies the weights to every device, scatters the batch,");
-      L.say("gathers the outputs, and reduces the gradients back, every step, from one thread.");
-      L.say("gradlab has no DataParallel; below is only its arithmetic, scatter and gather in one process:");
-      L.say("one model over the chunks of the batch, no replicas, no threads (the copies are what costs).");
+      L.say("gathers the outputs on device 0, and reduces the gradients back there, every step.");
+      L.say("its replicas run in Python threads of that one process, and a thread runs Python code only");
+      L.say("while it holds the interpreter lock (the GIL): the replicas' Python work takes turns.");
+      L.say("below, its steps in one process: N replicas in N threads, each holding a \"GIL\" mutex for its forward.");
       {
-        // Scatter/gather in one process: chunks of the batch through the same weights, outputs
-        // gathered, one loss. Correct, but all of it runs (and is copied) in this one process.
-        nn::Sequential m = make_mlp(kSeed);
+        // One DataParallel step: replicate, scatter, parallel_apply (threads), gather, one loss,
+        // backward through the replicas, reduce their gradients into the master. Correct, but all
+        // of it runs (and is copied) in this one process, and every step copies the weights again.
+        nn::Sequential master = make_mlp(kSeed);
         gl::Tensor idx = global_indices(d.n(), world, 0, 0);
         gl::Tensor x = d.x.index_select(0, idx), y = d.y.index_select(0, idx);
-        nn::functional::cross_entropy(m->forward(x), y).backward();
-        const auto whole = flat({m->parameters()[0].grad()});
-        m->zero_grad();
-        std::vector<gl::Tensor> outs;
-        for (int64_t c = 0; c < world; ++c) outs.push_back(m->forward(x.narrow(0, c * kB, kB)));  // "replica" c
+        nn::functional::cross_entropy(master->forward(x), y).backward();
+        const auto whole = flat({master->parameters()[0].grad()});
+        master->zero_grad();
+        std::vector<nn::Sequential> replicas;
+        int64_t copied = 0;
+        for (int c = 0; c < world; ++c) {  // replicate: the weights copied to every device, this step
+          replicas.push_back(make_mlp(kSeed + 77));
+          gl::NoGradGuard ng;
+          for (size_t i = 0; i < master->parameters().size(); ++i) {
+            replicas.back()->parameters()[i].copy_(master->parameters()[i]);
+            copied += master->parameters()[i].numel();
+          }
+        }
+        std::mutex gil;
+        int inside = 0, most_inside = 0;
+        std::vector<gl::Tensor> outs(static_cast<size_t>(world));
+        std::vector<std::thread> threads;
+        for (int c = 0; c < world; ++c)
+          threads.emplace_back([&, c] {
+            std::lock_guard<std::mutex> hold(gil);  // the replica's Python code needs the GIL
+            most_inside = std::max(most_inside, ++inside);
+            outs[static_cast<size_t>(c)] = replicas[static_cast<size_t>(c)]->forward(x.narrow(0, c * kB, kB));
+            --inside;
+          });
+        for (std::thread& t : threads) t.join();
         if (L.bug("chunk_losses_summed")) {  // each chunk's mean loss, summed: the gradient x N
           gl::Tensor loss = gl::zeros({}, kF64);
           for (int64_t c = 0; c < world; ++c)
             loss = loss + nn::functional::cross_entropy(outs[static_cast<size_t>(c)], y.narrow(0, c * kB, kB));
           loss.backward();
         } else {
-          nn::functional::cross_entropy(gl::cat(outs, 0), y).backward();  // gather, one loss
+          nn::functional::cross_entropy(gl::cat(outs, 0), y).backward();  // gather on device 0, one loss
         }
-        const double dp = lesson::max_abs_diff(flat({m->parameters()[0].grad()}), whole);
+        {  // reduce: the replicas' gradients summed into the master's, on device 0
+          gl::NoGradGuard ng;
+          for (size_t i = 0; i < master->parameters().size(); ++i) {
+            gl::Tensor g = gl::zeros_like(master->parameters()[i]);
+            for (const nn::Sequential& r : replicas) g = g + r->parameters()[i].grad();
+            master->parameters()[i].mutable_grad() = g;
+          }
+        }
+        const double dp = lesson::max_abs_diff(flat({master->parameters()[0].grad()}), whole);
+        L.say(std::to_string(world) + " replicas in " + std::to_string(world) + " threads; at most " +
+              std::to_string(most_inside) + " ran its forward at a time (the GIL); weights copied this step: " +
+              std::to_string(copied) + " numbers (" + std::to_string(world) + " x " + std::to_string(nparams) +
+              "), and again at every step");
         L.check(on_all_ranks(dp <= 1e-12),
                 "scatter/gather in one process gives the full-batch gradient (max diff " +
                     lesson::relation(dp, 1e-15) + ")");  // rounding noise (~1e-17) prints as noise
@@ -280,6 +320,41 @@ int main(int argc, char** argv) {
         L.check(on_all_ranks(st.buckets >= 2 && st.launched_during_backward >= 1),
                 "with small buckets, at least one bucket's all-reduce started before backward finished (the overlap)");
         L.say("so the work per rank stays constant as ranks are added: that is why DDP scales.");
+      }
+      {
+        // Load imbalance: the all-reduce inside backward waits for every rank, so each step ends
+        // when the slowest rank's gradients arrive. The last rank sleeps 40 ms per step (standing
+        // for a slower GPU, a slower loader, more tokens in its batch); the other does not.
+        constexpr int kDelayMs = 40;
+        DistributedDataParallel ddp(make_mlp(kSeed));
+        auto opt = make_sgd(ddp.parameters());
+        std::vector<double> ms;
+        for (int s = 0; s < 6; ++s) {
+          gl::Tensor idx = global_indices(d.n(), world, 0, s).narrow(0, rank * kB, kB);
+          gl::Tensor xb = d.x.index_select(0, idx), yb = d.y.index_select(0, idx);
+          dist::barrier();  // every step starts together
+          const auto t0 = std::chrono::steady_clock::now();
+          opt.zero_grad();
+          if (rank == world - 1) std::this_thread::sleep_for(std::chrono::milliseconds(kDelayMs));  // planted
+          {
+            std::optional<nn::parallel::DistributedDataParallelBase::NoSyncGuard> local;
+            if (L.bug("imbalance_no_sync")) local.emplace(ddp);  // no all-reduce: nobody waits
+            nn::functional::cross_entropy(ddp(xb), yb).backward();
+          }
+          opt.step();
+          ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        }
+        std::sort(ms.begin(), ms.end());
+        const auto medians = gather({0.5 * (ms[2] + ms[3])});  // median of 6 steps, per rank
+        const double fast = medians[0][0], slow = medians[static_cast<size_t>(world - 1)][0];
+        L.say("load imbalance: rank " + std::to_string(world - 1) + " sleeps " + std::to_string(kDelayMs) +
+              " ms per step before its forward; median step time: rank 0 " + lesson::fmt(fast, 1) + " ms, rank " +
+              std::to_string(world - 1) + " " + lesson::fmt(slow, 1) + " ms");
+        L.check(on_all_ranks(slow >= 0.9 * kDelayMs && fast >= 0.5 * slow),
+                "the fast rank waits for the slow one at the all-reduce: its median step is at least half the "
+                "slow rank's (rank 0 alone would take a few ms)");
+        L.say("so a step takes as long as the slowest rank's: balance the work (same batch sizes, sequence");
+        L.say("lengths bucketed, equal devices) or the fast ranks idle at every all-reduce.");
       }
 
       L.section("3. init_process_group + DistributedDataParallel + DistributedSampler");

@@ -280,7 +280,10 @@ int main(int argc, char** argv) {
         "the fix, dividing by clamp(mask.sum(), min 1)"},
        {"cap_too_long",
         "section 6 caps sequences at twice the predicted overflow length instead of 32 tokens",
-        "tokens exp(z) cannot overflow at these weights"}});
+        "tokens exp(z) cannot overflow at these weights"},
+       {"adamw_is_adam_l2",
+        "section 2's AdamW is built as Adam(weight_decay): L2 added to the gradient, not decoupled",
+        "AdamW shrinks every weight by lr * wd * w per step"}});
   return L.run([&] {
     // -------------------------------------------------------------------------------------------
     L.section("1. the digits, and the order of checks");
@@ -361,6 +364,81 @@ int main(int argc, char** argv) {
       std::cout << "AdamW(1e-3): " << (ra.first_bad < 0 ? "finite" : "NaN")
                 << " for 300 steps, test accuracy " << fmt(acca) << "\n";
       L.check(ra.first_bad < 0 && acca > 0.9, "AdamW at lr 1e-3: finite, and it learns (> 90%)");
+
+      // Adam(weight_decay) adds wd * w to the gradient (L2), so the decay goes through
+      // m / sqrt(v) like the gradient: divided by the gradient's RMS. AdamW shrinks the weight
+      // itself first, p *= 1 - lr * wd, outside the adaptive step (decoupled). Two weights start
+      // at 1 and get gradients of alternating sign, one large (10) and one small (0.01); float64.
+      L.say("AdamW vs Adam + L2, two weights at 1, gradients +-10 and +-0.01 (alternating sign):");
+      const double alr = 0.01, wd = 0.1, b1 = 0.9, b2 = 0.999, eps = 1e-8;
+      const int ksteps = 20;
+      const std::vector<double> gmag{10.0, 0.01};
+      // The formula, in plain doubles (PyTorch's adam.py / adamw.py with bias correction).
+      auto reference = [&](bool decoupled, double decay) {
+        std::vector<std::vector<double>> traj;
+        std::vector<double> w{1.0, 1.0}, m1(2, 0.0), v1(2, 0.0);
+        for (int t = 1; t <= ksteps; ++t) {
+          for (size_t i = 0; i < 2; ++i) {
+            double g = (t % 2 == 1 ? 1.0 : -1.0) * gmag[i];
+            if (decoupled) w[i] *= 1 - alr * decay;  // AdamW
+            else g += decay * w[i];                   // Adam + L2
+            m1[i] = b1 * m1[i] + (1 - b1) * g;
+            v1[i] = b2 * v1[i] + (1 - b2) * g * g;
+            const double mhat = m1[i] / (1 - std::pow(b1, t)), vhat = v1[i] / (1 - std::pow(b2, t));
+            w[i] -= alr * mhat / (std::sqrt(vhat) + eps);
+          }
+          traj.push_back(w);
+        }
+        return traj;
+      };
+      // gradlab's optimizer on the same gradients, the weights after every step.
+      auto run_gradlab = [&](bool adamw, double decay) {
+        gl::Tensor p = gl::ones({2}, gl::TensorOptions().dtype(gl::kFloat64)).requires_grad_(true);
+        std::unique_ptr<optim::Optimizer> o;
+        if (adamw && !L.bug("adamw_is_adam_l2"))
+          o = std::make_unique<optim::AdamW>(std::vector<gl::Tensor>{p},
+                                             optim::AdamWOptions(alr).weight_decay(decay));
+        else  // BUG (adamw_is_adam_l2): "AdamW" built as Adam(weight_decay), torch.optim.Adam's L2
+          o = std::make_unique<optim::Adam>(std::vector<gl::Tensor>{p},
+                                            optim::AdamOptions(alr).weight_decay(decay));
+        std::vector<std::vector<double>> traj;
+        for (int t = 1; t <= ksteps; ++t) {
+          const double sgn = t % 2 == 1 ? 1.0 : -1.0;
+          p.mutable_grad() = gl::tensor({sgn * gmag[0], sgn * gmag[1]}, gl::TensorOptions().dtype(gl::kFloat64));
+          o->step();
+          traj.push_back(p.detach().to_vector<double>());
+        }
+        return traj;
+      };
+      auto worst = [](const std::vector<std::vector<double>>& a, const std::vector<std::vector<double>>& b) {
+        double e = 0;
+        for (size_t t = 0; t < a.size(); ++t) e = std::max(e, lesson::max_abs_diff(a[t], b[t]));
+        return e;
+      };
+      const auto adam_l2 = run_gradlab(false, wd), adam_0 = run_gradlab(false, 0.0);
+      const auto adamw = run_gradlab(true, wd), adamw_0 = run_gradlab(true, 0.0);
+      const double e_l2 = worst(adam_l2, reference(false, wd)), e_w = worst(adamw, reference(true, wd));
+      std::cout << "every step against the formula: Adam(weight_decay " << wd << ") "
+                << lesson::relation(e_l2, 1e-13) << ", AdamW(weight_decay " << wd << ") "
+                << lesson::relation(e_w, 1e-13) << "\n";
+      L.check(e_l2 <= 1e-12 && e_w <= 1e-12,
+              "Adam(weight_decay) follows g += wd * w then the Adam step; AdamW follows "
+              "w *= 1 - lr * wd then the Adam step (each of 20 steps, to 1e-12)");
+      // The decay's share of the movement: the run without weight decay minus the run with it.
+      // AdamW's first step shrinks each weight by exactly lr * wd * w = 1e-3.
+      const double w_first0 = adamw_0[0][0] - adamw[0][0], w_first1 = adamw_0[0][1] - adamw[0][1];
+      const double l2_0 = adam_0.back()[0] - adam_l2.back()[0], l2_1 = adam_0.back()[1] - adam_l2.back()[1];
+      const double w_0 = adamw_0.back()[0] - adamw.back()[0], w_1 = adamw_0.back()[1] - adamw.back()[1];
+      std::cout << "decay's share after 20 steps (without wd minus with wd): Adam + L2 " << fmt("%.2e", l2_0)
+                << " (large gradient) vs " << fmt("%.2e", l2_1) << " (small); AdamW " << fmt("%.2e", w_0)
+                << " vs " << fmt("%.2e", w_1) << "\n";
+      L.check(std::abs(w_first0 - alr * wd) < 1e-12 && std::abs(w_first1 - alr * wd) < 1e-12 &&
+                  std::abs(w_1 / w_0 - 1) < 0.05,
+              "AdamW shrinks every weight by lr * wd * w per step (1e-3 at the first step), whatever "
+              "its gradient: both weights decay alike (within 5%)");
+      L.check(l2_0 < 0.2 * w_0 && l2_1 > 10 * l2_0,
+              "Adam + L2 divides the decay by sqrt(v): the weight with the large gradient decays less "
+              "than a fifth of AdamW's, the other over 10x more than it");
     }
 
     // -------------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@
 #include <gradlab/ops/internal/nn_ops.hpp>
 #include <gradlab/testing/mutants.hpp>
 #include <iostream>
+#include <memory>
 #include <numbers>
 #include <optional>
 #include <string>
@@ -104,6 +105,9 @@ int main(int argc, char** argv) {
        {"relu_grad_zero",
         "ReLU's backward passes no gradient (as if its threshold were +inf, not 0)",
         "the fix, no detach(): backward reaches all four parameters"},
+       {"no_hidden_activation",
+        "section 4b's hidden layer has no ReLU: Linear(2, 32) then Linear(32, 2) is one linear map",
+        "one hidden layer with ReLU fits it"},
        {"ce_grad_no_mean",
         "CrossEntropyLoss's backward forgets the 1 / N of the mean (gradients N times too large)",
         "the fix for 3c and 3d: with raw logits dloss/dz = (softmax(z) - onehot(y)) / N"}});
@@ -367,6 +371,71 @@ int main(int argc, char** argv) {
       L.check(!large.finite ||
                   *std::max_element(large.loss.begin(), large.loss.end()) > 10 * large.loss.front(),
               "lr 30: the loss shoots up (over 10x its start) instead of falling (too large)");
+    }
+
+    // -------------------------------------------------------------------------------------------
+    L.section("4b. a model that cannot fit the task, and the wrong optimizer");
+    {
+      // 400 points in [-1, 1]^2, class 1 inside the circle r^2 < 2 / pi (half the square's
+      // area, so the classes are balanced). No straight line separates a disk from its outside.
+      gl::manual_seed(3);
+      const gl::Tensor pts = gl::rand({400, 2}) * 2.0 - 1.0;
+      const gl::Tensor lab = ((pts * pts).sum({1}) < 2.0 / std::numbers::pi).to(gl::kInt64);
+      const double inside = gl::mean(lab.to(gl::kFloat32)).item<double>();
+      // Full-batch training for `steps` steps; returns (first loss, last loss, accuracy).
+      struct Result {
+        double first = 0, last = 0, acc = 0;
+      };
+      auto train_on_circle = [&](nn::Sequential& m, bool adam, double lr, int steps) {
+        std::unique_ptr<optim::Optimizer> o;
+        if (adam)
+          o = std::make_unique<optim::Adam>(m->parameters(), optim::AdamOptions(lr));
+        else
+          o = std::make_unique<optim::SGD>(m->parameters(), optim::SGDOptions(lr));
+        Result r;
+        for (int s = 0; s < steps; ++s) {
+          o->zero_grad();
+          gl::Tensor l = criterion(m(pts), lab);
+          if (s == 0) r.first = l.item<double>();
+          r.last = l.item<double>();
+          l.backward();
+          o->step();
+        }
+        r.acc = batch_accuracy(m, pts, lab);
+        return r;
+      };
+      auto linear = [] {
+        gl::manual_seed(0);
+        return nn::Sequential(nn::Linear(2, 2));
+      };
+      auto hidden = [&] {
+        gl::manual_seed(0);
+        if (L.bug("no_hidden_activation"))  // BUG: Linear after Linear is still one linear map
+          return nn::Sequential(nn::Linear(2, 32), nn::Linear(32, 2));
+        return nn::Sequential(nn::Linear(2, 32), nn::ReLU(), nn::Linear(32, 2));
+      };
+      nn::Sequential lin = linear(), mlp = hidden(), slow = hidden();
+      const Result rl = train_on_circle(lin, true, 0.05, 300);
+      const Result rm = train_on_circle(mlp, true, 0.05, 300);
+      std::cout << "circle data, 400 points, " << fmt(100 * inside, 1) << "% inside; Adam(0.05), 300 full-batch steps:\n";
+      std::cout << "  linear model 2 -> 2:              loss " << fmt(rl.first, 3) << " -> "
+                << (rl.last > 0.5 ? "> 0.5" : "< 0.5")
+                << ", accuracy " << (rl.acc <= 0.75 ? "<= 75%" : "> 75%") << "\n";
+      std::cout << "  one hidden layer 2 -> 32 -> 2:    loss " << fmt(rm.first, 3) << " -> "
+                << (rm.last < 0.3 ? "< 0.3" : "> 0.3") << ", accuracy " << (rm.acc >= 0.9 ? ">= 90%" : "< 90%") << "\n";
+      L.check(rl.acc <= 0.75 && rl.last > 0.5,
+              "a linear model cannot fit the circle: accuracy at most 75% and the loss stays above 0.5, "
+              "however long it trains");
+      L.check(rm.acc >= 0.9 && rm.last < 0.3,
+              "one hidden layer with ReLU fits it (>= 90%, loss below 0.3) with the same optimizer "
+              "and budget: the model, not the training, was the limit");
+      // The wrong optimizer: the same model and budget, plain SGD at a tiny LR.
+      const Result rs = train_on_circle(slow, false, 1e-3, 300);
+      std::cout << "  the same hidden-layer model, SGD(1e-3): loss " << fmt(rs.first, 3) << " -> "
+                << fmt(rs.last, 3) << ", accuracy " << (rs.acc < 0.75 ? "< 75%" : ">= 75%") << "\n";
+      L.check(std::abs(rs.last - rs.first) < 0.05 * rs.first && rs.acc < 0.75,
+              "the wrong optimizer: plain SGD at lr 1e-3 moves the loss by less than 5% in the same "
+              "300 steps, and the model that can fit stays below 75%");
     }
 
     // -------------------------------------------------------------------------------------------
