@@ -8,6 +8,9 @@
 // it. diagnose::doctor finds the bugs in the order data -> model -> training; each fix is applied
 // and doctor is run again, until it reports no failure and the run learns. The first and the last
 // report are also written as web pages (report.html(path)), with the charts doctor drew.
+// Two looks doctor does not take for you: a batch after the augmentation the training adds
+// (printed, its statistics checked, and trained through to check it keeps each digit's meaning),
+// and the model's output shape and last layer (a wrong class count, an extra softmax).
 
 #include <algorithm>
 #include <filesystem>
@@ -40,6 +43,11 @@ struct Bugs {
   bool labels_shuffled = false;  // --bug labels_shuffled: the label bug is a shuffle, not a shift
   bool fc2_unregistered = false; // --bug fc2_unregistered: the refactor also lost register_module
   bool lr_fix_skipped = false;   // --bug lr_fix_skipped: the LR fix is forgotten
+  bool aug_hflip = false;        // --bug aug_hflip: the augmentation also flips digits left-right
+  bool aug_unnormalized = false; // --bug aug_unnormalized: the augmentation pipeline forgets normalize
+  bool logits_11 = false;        // --bug logits_11: the fixed model keeps max(label) + 1 = 11 outputs
+  bool softmax_tail = false;     // an extra layer: softmax after the last Linear (section 4d plants it)
+  int64_t extra_outputs = 0;     // a wrong output size: classes + 1 (section 4d plants it)
 };
 
 // The digits' raw split (pixels in [0, 1]) and its per-pixel statistics: what the data set's
@@ -71,14 +79,15 @@ TrainData read_training_data(const Bugs& b) {
   }
   if (b.transposed) x = x.reshape({-1, 1, 8, 8}).transpose(2, 3).contiguous().reshape({-1, 64});
   if (!b.unnormalized) x = normalize(x);
-  return {x, y, gl::amax(y).item<int64_t>() + 1};
+  return {x, y, gl::amax(y).item<int64_t>() + 1 + b.extra_outputs};
 }
 
 // The intended model: 64 -> 128 -> 128 -> 10, ReLU between.
 struct NetImpl : nn::Module {
   nn::Linear fc1{nullptr}, fc2{nullptr}, fc3{nullptr};
-  bool skip_fc2;
-  NetImpl(int64_t classes, bool skip, bool unregistered = false) : skip_fc2(skip) {
+  bool skip_fc2, softmax_tail;
+  NetImpl(int64_t classes, bool skip, bool unregistered = false, bool softmax = false)
+      : skip_fc2(skip), softmax_tail(softmax) {
     fc1 = register_module("fc1", nn::Linear(64, 128));
     fc2 = unregistered ? nn::Linear(128, 128) : register_module("fc2", nn::Linear(128, 128));
     fc3 = register_module("fc3", nn::Linear(128, classes));
@@ -86,24 +95,31 @@ struct NetImpl : nn::Module {
   gl::Tensor forward(const gl::Tensor& x) {
     gl::Tensor h = gl::relu(fc1(x));
     if (!skip_fc2) h = gl::relu(fc2(h));  // the bug: this line was lost in a refactor
-    return fc3(h);
+    h = fc3(h);
+    return softmax_tail ? gl::softmax(h, 1) : h;  // an extra layer after the last Linear (4d)
   }
 };
 GRADLAB_MODULE(Net);
 
 Net make_net(const TrainData& d, const Bugs& b) {
   gl::manual_seed(1);
-  return Net(d.num_classes, b.layer_left_out, b.fc2_unregistered);
+  return Net(d.num_classes, b.layer_left_out, b.fc2_unregistered, b.softmax_tail);
 }
 
-// The script's model after 10 epochs of SGD (batches of 64, shuffled, seeded).
-Net train_script(const Bugs& b) {
+gl::data::Transform augmentation(const Bugs& b);
+
+// The script's model after 10 epochs of SGD (batches of 64, shuffled, seeded); with `augmented`,
+// the raw training images go through augmentation(b) instead (a new draw every epoch).
+Net train_script(const Bugs& b, bool augmented = false) {
   const TrainData d = read_training_data(b);
   Net net = make_net(d, b);
   gl::optim::SGD opt(net->parameters(), gl::optim::SGDOptions(b.lr));
   nn::CrossEntropyLoss criterion;
-  gl::data::DataLoader loader(gl::data::TensorDataset(d.x, d.y),
-                              gl::data::DataLoaderOptions(64).shuffle(true).seed(7));
+  std::shared_ptr<gl::data::Dataset> ds = std::make_shared<gl::data::TensorDataset>(d.x, d.y);
+  if (augmented)
+    ds = gl::data::map(std::make_shared<gl::data::TensorDataset>(raw().train.data().reshape({-1, 1, 8, 8}), d.y),
+                       augmentation(b));
+  gl::data::DataLoader loader(ds, gl::data::DataLoaderOptions(64).shuffle(true).seed(7));
   for (int epoch = 0; epoch < 10; ++epoch)
     for (gl::data::Batch& batch : loader) {
       opt.zero_grad();
@@ -178,6 +194,52 @@ size_t count(const std::string& text, const std::string& what) {
 
 bool has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
 
+
+// The augmentation the training adds: per-pixel normalize (before the shift: the edge pixels'
+// near-zero std would blow up ink moved onto them), a random shift by up to one pixel, flatten.
+// The planted switches add a left-right flip, or forget the normalize.
+gl::data::Transform augmentation(const Bugs& b) {
+  namespace T = gl::data::transforms;
+  std::vector<gl::data::Transform> list;
+  if (!b.aug_unnormalized) list.push_back(T::normalize(raw().mean.reshape({1, 8, 8}), raw().std.reshape({1, 8, 8})));
+  list.push_back(T::random_shift(1));
+  if (b.aug_hflip) list.push_back(T::lambda([](const gl::Tensor& x) {
+    return x.index_select(-1, gl::tensor(std::vector<int64_t>{7, 6, 5, 4, 3, 2, 1, 0}));
+  }));
+  list.push_back(T::flatten());
+  return T::compose(list);
+}
+
+// The whole training split after the augmentation (sample i with its own stream: repeatable).
+gl::Tensor augmented_train(const Bugs& b) {
+  auto base = std::make_shared<gl::data::TensorDataset>(raw().train.data().reshape({-1, 1, 8, 8}),
+                                                        raw().train.targets());
+  auto aug = gl::data::map(base, augmentation(b));
+  gl::TensorList xs;
+  for (size_t i = 0; i < base->size(); ++i) xs.push_back(aug->get(i).data);
+  return gl::stack(xs);
+}
+
+// Digits as text, side by side: '#' a standardized pixel above 1, '+' above 0.3, else blank.
+void print_digits(const gl::Tensor& x, const gl::Tensor& y, int64_t n) {
+  const std::vector<float> v = x.narrow(0, 0, n).contiguous().to_vector<float>();
+  const std::vector<int64_t> lab = y.narrow(0, 0, n).to_vector<int64_t>();
+  std::cout << " ";
+  for (int64_t k = 0; k < n; ++k) std::cout << "label " << lab[k] << "   ";
+  std::cout << "\n";
+  for (int r = 0; r < 8; ++r) {
+    std::cout << " ";
+    for (int64_t k = 0; k < n; ++k) {
+      for (int c = 0; c < 8; ++c) {
+        const float p = v[k * 64 + r * 8 + c];
+        std::cout << (p > 1 ? '#' : p > 0.3f ? '+' : ' ');
+      }
+      std::cout << "   ";
+    }
+    std::cout << "\n";
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -187,12 +249,20 @@ int main(int argc, char** argv) {
                     {"fc2_unregistered", "the refactor that dropped fc2 from forward also dropped its register_module",
                      "the missing layer costs no accuracy"},
                     {"lr_fix_skipped", "the last fix is forgotten: the LR stays 10",
-                     "with every bug fixed the run learns"}});
+                     "with every bug fixed the run learns"},
+                    {"aug_hflip", "the augmentation also flips every digit left-right",
+                     "the augmentation keeps each digit's meaning"},
+                    {"aug_unnormalized", "the augmentation pipeline forgets the normalize step",
+                     "the augmented batch is standardized"},
+                    {"logits_11", "the shipped model keeps the 11 outputs that max(label) + 1 gave",
+                     "the model's output is [64, 10]"}});
   return L.run([&] {
     Bugs bugs;
     bugs.labels_shuffled = L.bug("labels_shuffled");
     bugs.fc2_unregistered = L.bug("fc2_unregistered");
     bugs.lr_fix_skipped = L.bug("lr_fix_skipped");
+    bugs.aug_hflip = L.bug("aug_hflip");
+    bugs.aug_unnormalized = L.bug("aug_unnormalized");
     // -------------------------------------------------------------------------------------------
     L.section("1. The script as found: five bugs, a model that does not learn");
     const double acc0 = train_and_test(bugs);
@@ -290,7 +360,8 @@ int main(int argc, char** argv) {
       cost.push_back(agreement(predict(nets.back(), b), raw().test.targets()));
       std::cout << "  only " << a.name << ": test accuracy " << fmt(100 * cost.back(), 3) << "%\n";
     }
-    const double acc_fixed = train_and_test(fixed);  // = the last fix's run (unless a flag skipped it)
+    Net fixed_net = train_script(fixed);  // = the last fix's run (unless a flag skipped it)
+    const double acc_fixed = agreement(predict(fixed_net, fixed), raw().test.targets());
     // Below chance (10%) is not bad luck. The shifted-label model learned well: it predicts
     // label + 1. The transposed images are normalized with the statistics of the right layout:
     // a pixel that is near-constant there (an edge, std near 0) holds ink once transposed, and is
@@ -319,6 +390,73 @@ int main(int argc, char** argv) {
                 failed(layer_only, "gradient_flow"),
             "the missing layer costs no accuracy (within 3 points): a test score cannot find it, "
             "doctor's model/gradient_flow does (fc2 gets no gradient)");
+
+    // -------------------------------------------------------------------------------------------
+    L.section("4c. Look at the data the model sees: a batch after the augmentation");
+    L.say("The training adds an augmentation: normalize, shift by up to one pixel, flatten. Look at what comes out");
+    L.say("('#' a standardized pixel > 1, '+' > 0.3), not at the files on disk:");
+    const gl::Tensor xa = augmented_train(fixed);
+    const gl::Tensor xc = normalize(raw().train.data()), ytr = raw().train.targets();
+    print_digits(xa, ytr, 6);
+    const double moved = gl::mean((gl::amax(gl::abs(xa - xc), {1}) > 0.0).to(gl::kFloat64)).item<double>();
+    const double a_mean = gl::mean(xa).item<double>(), a_std = gl::std(xa, gl::Dims{}, 0).item<double>();
+    std::cout << "the augmented training set: " << fmt(100 * moved, 3) << "% of the images moved; pixel mean "
+              << fmt(a_mean, 2) << ", std " << fmt(a_std, 2) << "\n";
+    L.check(std::abs(a_mean) < 0.2 && std::abs(a_std - 1) < 0.25,
+            "the augmented batch is standardized: pixel mean within 0.2 of 0, std within 0.25 of 1");
+    // Does it keep the label's meaning? Train through it and read the clean test digits: an
+    // augmentation that changes what a digit is teaches the model the wrong picture of it.
+    Bugs flipped = fixed;
+    flipped.aug_hflip = true;
+    const Net aug_net = train_script(fixed, true), flip_net = train_script(flipped, true);
+    Net an = aug_net, fn = flip_net;
+    const double acc_aug = agreement(predict(an, fixed), raw().test.targets());
+    const double acc_flip = agreement(predict(fn, fixed), raw().test.targets());
+    std::cout << "trained 10 epochs through the augmentation: test accuracy " << fmt(100 * acc_aug, 3)
+              << "% (without it: " << fmt(100 * acc_fixed, 3) << "%)\n"
+              << "trained through it with a left-right flip added: test accuracy " << fmt(100 * acc_flip, 3)
+              << "%\n";
+    L.check(moved > 0.5 && acc_aug >= 0.8,
+            "the augmentation keeps each digit's meaning: it moves most images, and a model trained only on "
+            "augmented images reads the clean test digits (>= 80%)");
+    L.check(acc_flip < 0.6,
+            "a left-right flip does not keep it (a mirrored 3 is no digit): trained through it, the model reads "
+            "fewer than 60% of the test digits");
+
+    // -------------------------------------------------------------------------------------------
+    L.section("4d. The output shape, and an extra layer after the last Linear");
+    const gl::Tensor xb = xc.narrow(0, 0, 64);
+    Bugs wide = fixed;
+    wide.extra_outputs = 1;  // what max(label) + 1 gave while the labels were shifted
+    Net wide_net = train_script(wide);
+    Net& shipped = L.bug("logits_11") ? wide_net : fixed_net;
+    gl::Tensor logits;
+    {
+      gl::NoGradGuard no_grad;
+      logits = shipped(xb);
+    }
+    const dg::Finding shape_ok = dg::check_output_shape(shipped, xb, {64, 10});
+    const dg::Finding shape_wide = dg::check_output_shape(wide_net, xb, {64, 10});
+    std::cout << "output of a batch of 64: " << logits.sizes() << "\n"
+              << "  a model with max(label) + 1 = 11 outputs: " << shape_wide.evidence << "\n";
+    L.check(logits.sizes() == gl::Shape{64, 10} && !shape_ok.failed() && shape_wide.failed(),
+            "the model's output is [64, 10], what CrossEntropyLoss needs for 10 classes; check_output_shape "
+            "catches the 11-output model");
+    const double acc_wide = agreement(predict(wide_net, wide), raw().test.targets());
+    std::cout << "  its cost: test accuracy " << fmt(100 * acc_wide, 3) << "% vs " << fmt(100 * acc_fixed, 3)
+              << "%: an 11th class that never appears only gets pushed down\n";
+    L.check(std::abs(acc_wide - acc_fixed) < 0.03,
+            "a wrong output size is silent: within 3 points of the fixed run, only a shape check finds it");
+    Bugs soft = fixed;
+    soft.softmax_tail = true;
+    const double acc_soft = train_and_test(soft);
+    const dg::Report soft_report = run_doctor(soft);
+    print_failures(soft_report);
+    std::cout << "  softmax after fc3: test accuracy " << fmt(100 * acc_soft, 3) << "% vs " << fmt(100 * acc_fixed, 3)
+              << "%; doctor stops at " << stage_of(soft_report) << "\n";
+    L.check(stage_of(soft_report) == "model" && failed(soft_report, "loss_pairing") && acc_soft < acc_fixed - 0.1,
+            "an extra softmax after the last Linear costs more than 10 points, and doctor's model/loss_pairing "
+            "names it (CrossEntropyLoss applies log_softmax itself)");
 
     // -------------------------------------------------------------------------------------------
     L.section("5. The report, for people and for tools");

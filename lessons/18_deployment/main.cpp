@@ -5,7 +5,9 @@
 // on tensor values); jit::compile to fuse elementwise chains into one pass over memory, checked
 // against eager, the bytes it writes counted against eager's (its speed only printed);
 // onnx::export_model to an ONNX file that onnxruntime (from the project's .venv) runs to the same
-// predictions.
+// predictions. eval mode is not an inference pipeline: infer() wraps eval + NoGradGuard + the
+// training preprocessing of raw rows; serve.py, a minimal server with no gradlab code, answers raw
+// rows from the exported file and the shipped statistics as gradlab does.
 
 #include <algorithm>
 #include <chrono>
@@ -72,6 +74,36 @@ gl::Tensor branchy(const gl::Tensor& x) {
   return -x;
 }
 
+
+// The inference pipeline: what predict() must do besides model->eval(). Raw rows are the data
+// set's 64 pixel values (0..16); the training preprocessing is pixel / 16, then the training
+// split's per-pixel standardization. Eval mode, no graph, and the model's mode given back.
+struct Preprocess {
+  gl::Tensor mean, std;  // [64], the training split's statistics (load_digits_split)
+  bool skip_scaling = false;  // --bug infer_skips_scaling: the / 16 is forgotten
+  gl::Tensor operator()(const gl::Tensor& rows) const {
+    const gl::Tensor x = skip_scaling ? rows : rows / 16.0;
+    return (x - mean) / std;
+  }
+};
+gl::Tensor infer(nn::Sequential& model, const Preprocess& prep, const gl::Tensor& rows) {
+  const bool was_training = model->is_training();
+  model->eval();
+  gl::Tensor pred;
+  {
+    gl::NoGradGuard no_grad;
+    pred = gl::argmax(model(prep(rows)), 1);
+  }
+  if (was_training) model->train();
+  return pred;
+}
+
+// Runs a command through the shell; its exit code (-1 when it did not exit normally).
+int shell(const std::string& cmd) {
+  const int rc = std::system(cmd.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -83,7 +115,11 @@ int main(int argc, char** argv) {
                     {"trace_on_negative", "branchy is traced on -ones instead of ones",
                      "the trace froze the x > 0 branch"},
                     {"stale_onnx", "the export goes to another path; an earlier run's file is left in its place",
-                     "the exported file holds this model's trained weights"}});
+                     "the exported file holds this model's trained weights"},
+                    {"infer_skips_scaling", "the inference function forgets the / 16 of the training preprocessing",
+                     "infer() on raw rows gives the model's predictions"},
+                    {"stats_not_shipped", "the server gets mean 0 and std 1: the standardization is not shipped with the model",
+                     "the server answers every request as gradlab does"}});
   return L.run([&] {
     // -------------------------------------------------------------------------------------------
     L.section("1. A trained model, in eval mode and under no_grad");
@@ -146,6 +182,42 @@ int main(int argc, char** argv) {
     L.check(acc > 0.9, "the model is worth deploying: test accuracy above 0.9");
     L.check(gl::equal(bn->running_mean, rm1),
             "inference on all 360 test digits left BatchNorm's running statistics untouched");
+    // eval() is one switch, not an inference pipeline: a request is a raw row (pixels 0..16), and
+    // the model only knows rows prepared as in training. infer() = eval + NoGradGuard + that
+    // preprocessing; the statistics come from the training split, never from the requests.
+    gl::data::DigitsSplitOptions raw_opt;
+    raw_opt.standardize = false;
+    const gl::data::DigitsSplit raw_split = gl::data::load_digits_split(raw_opt);
+    const gl::Tensor rows = raw_split.test.data() * 16.0;  // what a client sends: 0..16, exact in float32
+    const Preprocess prep{split.mean, split.std, L.bug("infer_skips_scaling")};
+    gl::Tensor want_pred, on_raw;
+    {
+      gl::NoGradGuard no_grad;
+      want_pred = gl::argmax(model(xte), 1);  // the model as set up above, on the prepared split
+      on_raw = gl::argmax(model(rows), 1);  // eval mode alone: the raw rows as a client sends them
+    }
+    const bool bn_left_in_train = L.bug("bn_left_in_train");
+    model->train();  // as a training script leaves it
+    const gl::Tensor served = infer(model, prep, rows);
+    const double same = gl::mean((served == want_pred).to(gl::kFloat64)).item<double>();
+    std::cout << "infer(model, prep, raw rows): " << fmt(100 * same, 3)
+              << "% of the 360 predictions equal the model's on the prepared test split; model in "
+              << (model->is_training() ? "training" : "eval") << " mode afterwards\n";
+    L.check(same == 1.0 && model->is_training() && !served.requires_grad(),
+            "infer() on raw rows gives the model's predictions on the prepared split (all 360), and gives the "
+            "training mode back");
+    if (bn_left_in_train) {  // back to the modes set above, for the next sections
+      model->ptr(3)->eval();
+    } else {
+      model->eval();
+    }
+    const double acc_raw = gl::mean((on_raw == yte).to(gl::kFloat64)).item<double>();
+    const double changed = 1.0 - gl::mean((on_raw == want_pred).to(gl::kFloat64)).item<double>();
+    std::cout << "eval mode alone, on the raw rows (no preprocessing): " << fmt(100 * changed, 3)
+              << "% of the predictions change; test accuracy " << fmt(acc_raw, 3) << "\n";
+    L.check(changed > 0.05,
+            "eval mode alone is not an inference pipeline: without the training preprocessing more than 5% of "
+            "the predictions change");
 
     // -------------------------------------------------------------------------------------------
     L.section("2. jit::trace: the forward as a graph, and what a trace cannot see");
@@ -288,6 +360,47 @@ int main(int argc, char** argv) {
       L.check(code == 0 && ort.defined(), "onnxruntime runs the file and matches gradlab's logits within 1e-5");
       L.check(ort.defined() && gl::equal(gl::argmax(ort, 1), gl::argmax(logits, 1)),
               "the same predictions for all 360 test digits");
+    }
+
+    // A minimal server (lessons/18_deployment/serve.py): onnxruntime and numpy only, no gradlab
+    // and none of the model's C++ code. It loads a batch-1 export once, reads raw rows (0..16,
+    // one request a line), applies the training preprocessing with the statistics shipped beside
+    // the model, and answers each request with a digit.
+    const fs::path serve_model = lesson::output_dir() / "digits_mlp_serve.onnx",
+                   mean_file = lesson::output_dir() / "mean.npy", std_file = lesson::output_dir() / "std.npy",
+                   requests = lesson::output_dir() / "requests.csv",
+                   answers = lesson::output_dir() / "predictions.txt";
+    gl::onnx::export_model(model, xte.narrow(0, 0, 1), serve_model.string());
+    const bool shipped = !L.bug("stats_not_shipped");
+    gl::io::save_npy(shipped ? split.mean : gl::zeros({64}), mean_file);
+    gl::io::save_npy(shipped ? split.std : gl::ones({64}), std_file);
+    {
+      std::ofstream out(requests);
+      const std::vector<float> v = rows.contiguous().to_vector<float>();
+      for (int64_t i = 0; i < rows.size(0); ++i)
+        for (int64_t j = 0; j < 64; ++j) out << static_cast<int>(v[i * 64 + j]) << (j == 63 ? "\n" : ",");
+    }
+    fs::remove(answers);
+    const int serve_code =
+        fs::exists(py) ? shell(py.string() + " " + GRADLAB_SOURCE_DIR + "/lessons/18_deployment/serve.py " +
+                               serve_model.string() + " " + mean_file.string() + " " + std_file.string() + " < " +
+                               requests.string() + " > " + answers.string() + " 2> " + log.string())
+                       : 77;
+    if (serve_code == 77) {
+      std::cout << "SKIPPED: onnxruntime is not in " << py.parent_path().parent_path().string()
+                << " (run tools/setup.sh); the server is not run here.\n";
+    } else {
+      std::vector<int64_t> got_pred;
+      std::ifstream in(answers);
+      for (int64_t p; in >> p;) got_pred.push_back(p);
+      const std::vector<int64_t> want_v = infer(model, prep, rows).to_vector<int64_t>();
+      int64_t agree = 0;
+      for (size_t i = 0; i < std::min(got_pred.size(), want_v.size()); ++i) agree += got_pred[i] == want_v[i];
+      std::cout << "serve.py (onnxruntime + numpy, no gradlab): " << got_pred.size() << " requests answered, "
+                << agree << " as gradlab's infer()\n";
+      L.check(serve_code == 0 && got_pred.size() == want_v.size() && agree == static_cast<int64_t>(want_v.size()),
+              "the server answers every request as gradlab does: the exported file and the shipped preprocessing "
+              "run without the model's C++ code");
     }
   });
 }
