@@ -5,7 +5,11 @@
 #include <cstdlib>
 #include <string>
 
-// CMake defines GRADLAB_GIT_COMMIT for this file only (so a new commit recompiles one file).
+// CMake writes the commit into a generated file that only this file includes, so a new commit
+// recompiles this file alone (see CMakeLists.txt).
+#ifdef GRADLAB_GIT_COMMIT_FILE
+#include GRADLAB_GIT_COMMIT_FILE
+#endif
 #ifndef GRADLAB_GIT_COMMIT
 #define GRADLAB_GIT_COMMIT "unknown"
 #endif
