@@ -236,6 +236,25 @@ TEST(Sequential, ForwardIndexingAndNamedConstruction) {
   EXPECT_TRUE(equal(empty(x), x));
 }
 
+// NOTE: C++ leaves the order in which a call's arguments are evaluated unspecified, so
+// `Sequential(nn::Linear(..), nn::Linear(..))` draws the layers' initial weights in an order that
+// depends on the compiler (g++ 12 makes the last layer first, clang 19 the first): the same seed
+// gives other weights. Inside braces the order is left to right by the standard ([dcl.init.list]),
+// so `Sequential{...}` draws them in order, as Python's nn.Sequential(...) does, under any compiler.
+TEST(Sequential, BracesDrawTheLayersWeightsInOrder) {
+  manual_seed(3);
+  nn::Sequential braces{nn::Linear(2, 3), nn::ReLU(), nn::Linear(3, 4)};
+  manual_seed(3);
+  nn::Linear first(2, 3);
+  nn::Linear second(3, 4);
+  const auto p = braces->parameters();
+  ASSERT_EQ(p.size(), 4u);
+  EXPECT_TRUE(equal(p[0], first->weight));
+  EXPECT_TRUE(equal(p[1], first->bias));
+  EXPECT_TRUE(equal(p[2], second->weight));
+  EXPECT_TRUE(equal(p[3], second->bias));
+}
+
 // Every layer with state: state_dict -> a fresh differently-seeded copy -> same outputs.
 template <class Make>
 void expect_round_trip(Make make, const Tensor& input, const char* what) {
