@@ -72,6 +72,20 @@ TEST(MemoryLimit, CachedBlocksAreGivenBackBeforeGivingUp) {
   EXPECT_LE(memory::reserved(), base + 8 * kMiB);
 }
 
+// From 128 KiB (glibc's mmap threshold: below it malloc reuses its own heap) freed blocks are kept;
+// smaller ones go back to malloc.
+TEST(MemoryCache, BlocksFrom128KiBAreKeptAndSmallerOnesAreNot) {
+  memory::empty_cache();
+  { Tensor t = empty({40 << 10}); }  // 160 KiB
+  EXPECT_EQ(memory::cached(), std::size_t{160} << 10);
+  const std::size_t hits = memory::stats().cache_hits;
+  { Tensor t = empty({40 << 10}); }
+  EXPECT_EQ(memory::stats().cache_hits, hits + 1);
+  memory::empty_cache();
+  { Tensor t = empty({(32 << 10) - 16}); }  // 64 bytes under 128 KiB
+  EXPECT_EQ(memory::cached(), 0u);
+}
+
 // Past Stats::cache_bound, a freed block pushes out the least recently freed ones: sizes never
 // asked for again age out, and the newest free stays (the old cache turned it away when full).
 // The blocks are never written, so they cost address space, not memory.
