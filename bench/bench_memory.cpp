@@ -11,14 +11,17 @@
 //            gradlab::checkpoint segments)
 //   <model>_step/f32, <model>_step/bf16_autocast   time per training step (tools/bench_ratios.py
 //                          divides the second by the first)
-//   faults/mlp_adam, faults/cnn_sgd   page faults per training step (counter faults_per_step:
-//                          getrusage minor + major faults of the process over the timed steps,
-//                          after 3 warm-up steps), memory::stats() cache hits and evictions per
-//                          step and the cache's size at the end, on
-//                          the workloads of issue 28's table: MLP 784-256-10 + Adam, batch 256;
-//                          CNN conv 3x3 1->16, pool, conv 16->32, pool, linear, batch 64, 28x28,
-//                          SGD. A step that reuses its buffers faults ~0 times; one that gets
-//                          fresh pages from the system faults once per 4 KiB page it writes.
+//   faults/mlp_adam, faults/cnn_sgd, faults/dcgan/<width>   page faults per training step
+//                          (counter faults_per_step: getrusage minor + major faults of the
+//                          process over the timed steps, after 3 warm-up steps), memory::stats()
+//                          cache hits and evictions per step, the cache's size at the end. The
+//                          workloads: issue 28's MLP 784-256-10 + Adam, batch 256, and CNN conv
+//                          3x3 1->16, pool, conv 16->32, pool, linear, batch 64, 28x28, SGD; a
+//                          DCGAN (pytorch/examples' cpp/dcgan at half (1) and full (2) width,
+//                          batch 64). A step that reuses its buffers faults ~0 times; one that
+//                          gets fresh pages from the system faults once per 4 KiB page it writes
+//                          (a full-width DCGAN step: 150k faults under the old fixed 256 MiB
+//                          cache; strace showed ~8 munmap + mmap of its largest buffers a step).
 //
 // One BLAS thread. Run from the repository root:
 //   build/release/bench/bench_memory --benchmark_min_time=0.5
