@@ -72,6 +72,54 @@ TEST(MemoryLimit, CachedBlocksAreGivenBackBeforeGivingUp) {
   EXPECT_LE(memory::reserved(), base + 8 * kMiB);
 }
 
+// From 128 KiB (glibc's mmap threshold: below it malloc reuses its own heap) freed blocks are kept;
+// smaller ones go back to malloc.
+TEST(MemoryCache, BlocksFrom128KiBAreKeptAndSmallerOnesAreNot) {
+  memory::empty_cache();
+  { Tensor t = empty({40 << 10}); }  // 160 KiB
+  EXPECT_EQ(memory::cached(), std::size_t{160} << 10);
+  const std::size_t hits = memory::stats().cache_hits;
+  { Tensor t = empty({40 << 10}); }
+  EXPECT_EQ(memory::stats().cache_hits, hits + 1);
+  memory::empty_cache();
+  { Tensor t = empty({(32 << 10) - 16}); }  // 64 bytes under 128 KiB
+  EXPECT_EQ(memory::cached(), 0u);
+}
+
+// Past Stats::cache_bound, a freed block pushes out the least recently freed ones: sizes never
+// asked for again age out, and the newest free stays (the old cache turned it away when full).
+// The blocks are never written, so they cost address space, not memory.
+TEST(MemoryCache, PastItsBoundTheLeastRecentlyFreedBlocksGoFirst) {
+  memory::empty_cache();
+  ASSERT_EQ(memory::limit(), 0u);
+  // Distinct sizes of about 64 MiB, decreasing: the first sets the high-water mark the bound
+  // follows, the later ones leave it (and the bound) alone.
+  auto size_of = [](int64_t i) { return (int64_t{16} << 20) - 1024 * i; };
+  (void)empty({size_of(0)});
+  const memory::Stats start = memory::stats();
+  EXPECT_EQ(start.cached, (std::size_t{64} << 20));
+  int64_t n = 1;
+  for (; memory::stats().cache_evictions == start.cache_evictions; ++n) {
+    ASSERT_LT(n, 1000) << "the cache never gave a block back; cached " << memory::stats().cached << " bytes";
+    (void)empty({size_of(n)});
+  }
+  const memory::Stats after = memory::stats();
+  EXPECT_EQ(after.cache_bound, start.cache_bound);
+  EXPECT_EQ(after.cache_evictions, start.cache_evictions + 1);
+  EXPECT_LE(after.cached, after.cache_bound);
+  EXPECT_GT(after.cached + (std::size_t{64} << 20), after.cache_bound);  // it was full
+  // The oldest size (0) went back to the system; the newest (n - 1) and an older one (1) are reused.
+  for (int64_t i : {n - 1, int64_t{1}}) {
+    const std::size_t hits = memory::stats().cache_hits;
+    (void)empty({size_of(i)});
+    EXPECT_EQ(memory::stats().cache_hits, hits + 1) << "size " << i;
+  }
+  const std::size_t hits = memory::stats().cache_hits;
+  (void)empty({size_of(0)});
+  EXPECT_EQ(memory::stats().cache_hits, hits);
+  memory::empty_cache();
+}
+
 TEST(MemoryLimit, TheGuardRestoresThePreviousLimit) {
   memory::set_limit(std::size_t{1} << 40);
   {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <list>
 #include <map>
 #include <mutex>
 #include <new>
@@ -14,17 +15,33 @@ namespace gradlab {
 namespace {
 constexpr std::align_val_t kAlign{64};
 
-// Freed blocks of at least kMinCached bytes (256 KiB: one batch-1024 MLP activation is 512 KiB)
-// are kept (up to kMaxCached in all) and handed out again for the same size.
-// NOTE: a fresh large block costs one page fault per 4 KiB page on its first write, which made a
-// 16M-element elementwise op ~6x slower than writing into a reused buffer.
-constexpr std::size_t kMinCached = std::size_t{256} << 10;
-constexpr std::size_t kMaxCached = std::size_t{256} << 20;
+// Freed blocks of at least kMinCached bytes are kept and handed out again for the same size.
+// kMinCached is glibc malloc's default mmap threshold: below it malloc serves and reuses blocks
+// from its own heap; at or above it, a block given back to the system is unmapped, and the next
+// one is mapped afresh and faults once per 4 KiB page on its first write (the kernel zeroes each
+// page). That made a 16M-element elementwise op ~6x slower than writing into a reused buffer.
+// Bound: cached <= kCacheFloor + 2 x the highest allocated() the process has reached (high_water,
+// which reset_peak leaves alone). A freed block that would pass it pushes out the least recently
+// freed blocks first, so sizes never asked for again age out.
+// NOTE: blocks are reused for their exact size only, so a repeating training step needs one
+// cached block per distinct buffer it frees, which adds up to more than its peak: 1.7x (a small
+// CNN) to 2x (a DCGAN) of high_water was measured (bench_memory faults/*). The old bound, a fixed
+// 256 MiB that turned the newest free away when full, made a full-width DCGAN at batch 64 map
+// fresh pages on every op: 143k page faults per step, and its step took 1.7x as long.
+constexpr std::size_t kCacheFloor = std::size_t{256} << 20;
+constexpr std::size_t kMinCached = std::size_t{128} << 10;
+
+struct Block {
+  std::size_t size;
+  void* ptr;
+};
+using Lru = std::list<Block>;  // least recently freed first
 
 struct Pool {
   std::mutex mu;
-  std::multimap<std::size_t, void*> free_blocks;
-  std::size_t cached = 0, allocated = 0, peak = 0, limit = 0;
+  Lru lru;
+  std::multimap<std::size_t, Lru::iterator> by_size;  // the same blocks, by size
+  std::size_t cached = 0, allocated = 0, peak = 0, high_water = 0, limit = 0;
   memory::Stats st;  // the counters summary() prints (allocated / cached / peak live above)
 };
 Pool& pool() {
@@ -32,28 +49,40 @@ Pool& pool() {
   return *p;
 }
 
+// Under p.mu. Removes a cached block from both indexes.
+void uncache(Pool& p, std::multimap<std::size_t, Lru::iterator>::iterator it) {
+  p.cached -= it->first;
+  p.lru.erase(it->second);
+  p.by_size.erase(it);
+}
+
 // Under p.mu. Hands every cached block to `out` (freed by the caller, outside the lock).
-void drain_cache(Pool& p, std::multimap<std::size_t, void*>& out) {
-  out.merge(p.free_blocks);
-  p.free_blocks.clear();
+void drain_cache(Pool& p, std::vector<Block>& out) {
+  out.insert(out.end(), p.lru.begin(), p.lru.end());
+  p.lru.clear();
+  p.by_size.clear();
   p.cached = 0;
+}
+
+void release(const std::vector<Block>& blocks) {
+  for (const Block& b : blocks) ::operator delete(b.ptr, kAlign);
 }
 
 // Counts an allocation of nbytes and returns a cached block of that size, or nullptr (the caller
 // then asks the system). Throws OutOfMemoryError when a limit is set and would be passed.
 void* take(std::size_t nbytes, const char* op) {
   Pool& p = pool();
-  std::multimap<std::size_t, void*> released;
+  std::vector<Block> released;
   std::string oom;  // the message, thrown once the lock is released
   void* block = nullptr;
   {
     std::lock_guard<std::mutex> lock(p.mu);
     if (nbytes >= kMinCached) {
-      auto it = p.free_blocks.find(nbytes);
-      if (it != p.free_blocks.end()) {  // a reused block: reserved bytes do not change
-        block = it->second;
-        p.free_blocks.erase(it);
-        p.cached -= nbytes;
+      // The most recently freed block of that size: the likeliest to be still in cache.
+      auto it = p.by_size.upper_bound(nbytes);
+      if (it != p.by_size.begin() && (--it)->first == nbytes) {  // reused: reserved bytes do not change
+        block = it->second->ptr;
+        uncache(p, it);
         ++p.st.cache_hits;
       }
     }
@@ -64,7 +93,7 @@ void* take(std::size_t nbytes, const char* op) {
       if (p.allocated + nbytes > p.limit) {
         ++p.st.ooms;
         std::size_t freed = 0;
-        for (auto& [n, b] : released) freed += n;
+        for (const Block& b : released) freed += b.size;
         using memory::format_bytes;
         auto exact = [](std::size_t n) { return format_bytes(n) + " (" + std::to_string(n) + " bytes)"; };
         oom = error_message(
@@ -81,6 +110,7 @@ void* take(std::size_t nbytes, const char* op) {
     if (oom.empty()) {
       p.allocated += nbytes;
       p.peak = std::max(p.peak, p.allocated);
+      p.high_water = std::max(p.high_water, p.allocated);
       p.st.allocated_total += nbytes;
       ++p.st.allocations;
       ++p.st.allocations_total;
@@ -88,7 +118,7 @@ void* take(std::size_t nbytes, const char* op) {
       p.st.reserved_peak = std::max(p.st.reserved_peak, p.allocated + p.cached);
     }
   }
-  for (auto& [n, b] : released) ::operator delete(b, kAlign);
+  release(released);
   if (!oom.empty()) throw OutOfMemoryError(oom);
   return block;
 }
@@ -106,21 +136,33 @@ void untake(std::size_t nbytes) {
 
 void give_back(void* block, std::size_t nbytes) {
   Pool& p = pool();
+  std::vector<Block> evicted;
+  bool kept = false;
   {
     std::lock_guard<std::mutex> lock(p.mu);
     p.allocated -= nbytes;
     p.st.freed_total += nbytes;
     --p.st.allocations;
     ++p.st.frees_total;
-    // Under a limit the cache never pushes reserved bytes past it.
-    const bool room = p.cached + nbytes <= kMaxCached && (p.limit == 0 || p.allocated + p.cached + nbytes <= p.limit);
-    if (nbytes >= kMinCached && room) {
-      p.free_blocks.emplace(nbytes, block);
+    // Under a limit the cache never pushes reserved bytes past it (it cannot: this block's bytes
+    // only move from allocated to cached), so the high-water bound is the one that evicts.
+    std::size_t bound = kCacheFloor + 2 * p.high_water;
+    if (p.limit != 0) bound = std::min(bound, p.limit > p.allocated ? p.limit - p.allocated : 0);
+    if (nbytes >= kMinCached && nbytes <= bound) {
+      while (p.cached + nbytes > bound) {  // the least recently freed go first
+        const Block old = p.lru.front();
+        auto [lo, hi] = p.by_size.equal_range(old.size);
+        uncache(p, std::find_if(lo, hi, [&](const auto& e) { return e.second == p.lru.begin(); }));
+        evicted.push_back(old);
+        ++p.st.cache_evictions;
+      }
+      p.by_size.emplace(nbytes, p.lru.insert(p.lru.end(), Block{nbytes, block}));
       p.cached += nbytes;
-      return;
+      kept = true;
     }
   }
-  ::operator delete(block, kAlign);
+  release(evicted);
+  if (!kept) ::operator delete(block, kAlign);
 }
 }  // namespace
 
@@ -149,12 +191,12 @@ std::size_t reserved() {
   return pool().allocated + pool().cached;
 }
 void empty_cache() {
-  std::multimap<std::size_t, void*> blocks;
+  std::vector<Block> blocks;
   {
     std::lock_guard<std::mutex> lock(pool().mu);
     drain_cache(pool(), blocks);
   }
-  for (auto& [n, b] : blocks) ::operator delete(b, kAlign);
+  release(blocks);
 }
 
 void set_limit(std::size_t bytes) {
@@ -184,6 +226,8 @@ Stats stats() {
   s.cached = p.cached;
   s.reserved = p.allocated + p.cached;
   s.limit = p.limit;
+  s.cache_bound = kCacheFloor + 2 * p.high_water;
+  if (p.limit != 0) s.cache_bound = std::min(s.cache_bound, p.limit);
   return s;
 }
 
@@ -227,7 +271,7 @@ std::string summary() {
   centered("gradlab CPU memory summary");
   rule('-');
   centered("OOMs: " + num(s.ooms) + "   limit: " + (s.limit ? format_bytes(s.limit) : std::string("none")) +
-           "   cache hits: " + num(s.cache_hits));
+           "   cache hits: " + num(s.cache_hits) + "   evictions: " + num(s.cache_evictions));
   rule('=');
   row("Metric", "Cur Usage", "Peak Usage", "Tot Alloc", "Tot Freed");
   rule('-');

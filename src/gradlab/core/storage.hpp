@@ -52,8 +52,10 @@ class Storage {
 
 /// CPU memory held by tensor storages (the figures lessons print for memory questions).
 ///
-/// The allocator keeps freed large blocks for reuse, as the CUDA caching allocator does:
-/// "allocated" counts bytes in live storages, "cached" freed blocks kept, and "reserved" both.
+/// The allocator keeps freed large blocks (128 KiB and up) for reuse, as the CUDA caching allocator
+/// does: "allocated" counts bytes in live storages, "cached" freed blocks kept, and "reserved" both.
+/// The cache holds at most 256 MiB + twice the highest allocated() the process has reached
+/// (Stats::cache_bound); past it, the least recently freed blocks go back to the system first.
 /// Under set_limit(n), reserved bytes stay at most n: an allocation that would pass it first
 /// gives the cache back, then throws OutOfMemoryError (the same error the CUDA allocator throws).
 namespace memory {
@@ -83,6 +85,11 @@ struct Stats {
   std::size_t reserved = 0, reserved_peak = 0, cached = 0;
   std::size_t allocations = 0, allocations_peak = 0, allocations_total = 0, frees_total = 0;
   std::size_t cache_hits = 0, ooms = 0, limit = 0;
+  /// Cached blocks given back to the system to make room for newer ones (see cache_bound).
+  std::size_t cache_evictions = 0;
+  /// The most bytes the cache may hold: 256 MiB + 2 x the highest allocated() since start
+  /// (reset_peak leaves it), and at most limit() when one is set.
+  std::size_t cache_bound = 0;
 };
 Stats stats();
 /// A table of stats() in the shape of torch.cuda.memory_summary().
