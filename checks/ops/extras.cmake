@@ -36,3 +36,10 @@ add_test(NAME vec_levels_share_no_code
   COMMAND bash "${PROJECT_SOURCE_DIR}/tools/check_vec_symbols.sh"
           "${_vec_objects}/vec_avx2.cpp.o" "${_vec_objects}/vec_avx512.cpp.o")
 set_tests_properties(vec_levels_share_no_code PROPERTIES LABELS unit TIMEOUT 60)
+
+# A name that is not a level: one clear line on stderr, and the best level runs.
+add_test(NAME capability_unknown_name_is_reported
+  COMMAND "${CMAKE_COMMAND}" -E env GRADLAB_CPU_CAPABILITY=avx9000 "$<TARGET_FILE:check_ops>"
+          "--gtest_filter=VecMath.CapabilityIsOneOfTheLevels")
+set_tests_properties(capability_unknown_name_is_reported PROPERTIES LABELS unit TIMEOUT 60
+  PASS_REGULAR_EXPRESSION "GRADLAB_CPU_CAPABILITY=avx9000 is not a level; expected default, avx2 or avx512; using (default|avx2|avx512)")
