@@ -9,9 +9,10 @@
 #   bash tools/check_portability.sh --full      # the whole suite (ctest -LE slow, what
 #       # tools/run_tests.sh runs, lessons included) in every configuration, not the subset;
 #       # builds every target first (about 4 min of ctest per configuration on 2 idle cores)
-#   CAPABILITIES="sse2 avx2 avx512" bash tools/check_portability.sh
-#       # also each level of GRADLAB_CPU_CAPABILITY (gradlab's own kernels; the variable is read
-#       # only once gradlab dispatches on it: until then these rows repeat the default run)
+#   CAPABILITIES="default avx2" bash tools/check_portability.sh
+#       # only those levels of GRADLAB_CPU_CAPABILITY (gradlab's elementwise kernels, picked by
+#       # cpuid at load time; default: every level, a level the CPU does not run is skipped;
+#       # --quick: none)
 #   JOBS=1 bash tools/check_portability.sh      # ctest -j (default 2)
 #   CORETYPES="auto Zen" THREADS=2 LOADED=0 bash tools/check_portability.sh
 #       # only those kernels ("auto": unset), thread counts, and no loaded run
@@ -22,6 +23,7 @@
 #     a kernel the CPU cannot run is skipped; OPENBLAS_VERBOSE=2 tells which core OpenBLAS really
 #     used, and a forced core that is not the one used counts as not runnable
 #   OPENBLAS_NUM_THREADS = 1 and 2 for each
+#   GRADLAB_CPU_CAPABILITY = default, avx2, avx512 (auto-detected BLAS kernels, 2 threads each)
 #   loaded: auto-detected kernels, 2 threads, with one busy-looping process per core
 # The release build must exist (it is built first: cmake --preset release + the targets needed).
 # Logs go to build/release/portability/<configuration>.log.
@@ -141,7 +143,16 @@ for core in "${cores[@]}"; do
   done
 done
 
-for cap in ${CAPABILITIES:-}; do
+capabilities="default avx2 avx512"
+[ "$quick" -eq 1 ] && capabilities=""
+capabilities="${CAPABILITIES-$capabilities}"
+for cap in $capabilities; do
+  # gradlab says at load time when the CPU lacks the level (and uses its best one): skip that.
+  if GRADLAB_CPU_CAPABILITY="$cap" "$probe" --gtest_list_tests 2>&1 >/dev/null | grep -q "this CPU runs at most"; then
+    rows+=("$(printf '%-40s %-5s %7s  %s' "capability=$cap" skip "" "this CPU does not run it")")
+    echo "${rows[-1]}"
+    continue
+  fi
   run_config "capability=$cap,threads=2" GRADLAB_CPU_CAPABILITY="$cap" OPENBLAS_NUM_THREADS=2
 done
 
@@ -162,7 +173,7 @@ echo
 printf '%-40s %-5s %7s  %s\n' configuration result time "ctest"
 for r in "${rows[@]}"; do echo "$r"; done
 echo
-if [ -z "${CAPABILITIES:-}" ]; then
+if [ -z "$capabilities" ]; then
   echo "GRADLAB_CPU_CAPABILITY: not swept (CAPABILITIES=\"...\" adds a row per level)"
 fi
 if [ "$failed" -ne 0 ]; then

@@ -14,6 +14,8 @@ packages=(
   libxtensor-dev libxtensor-blas-dev xtl-dev libxsimd-dev
   libopenblas-dev liblapack-dev
   librapidcheck-dev libgtest-dev libgmock-dev libbenchmark-dev
+  # bench_vecmath's SLEEF rows (vector libm, PyTorch's choice; gradlab itself uses xsimd)
+  libsleef-dev
   nlohmann-json3-dev python3 python3-numpy
   zlib1g-dev clang-14 libclang-rt-14-dev
   python3-venv python3-matplotlib

@@ -10,3 +10,36 @@ add_test(NAME op_traits_planted_control
   COMMAND "${CMAKE_CXX_COMPILER}" ${_planted_flags} -DGRADLAB_PLANT_TRAIT
           "${CMAKE_CURRENT_SOURCE_DIR}/ops/planted/missing_trait.cpp")
 set_tests_properties(op_traits_planted_control PROPERTIES LABELS unit TIMEOUT 120)
+
+# ---- the elementwise kernels at each forced capability level (GRADLAB_CPU_CAPABILITY) ------------
+# check_ops' elementwise tests (the ulp table, the half conversions, the unary / binary examples)
+# and the op table's forward-vs-reference property (prop_testing) once per level. A level this
+# CPU does not run is skipped: the library says so on stderr and ctest matches that line.
+foreach(_cap default avx2 avx512)
+  add_test(NAME capability_${_cap}_elementwise
+    COMMAND "${CMAKE_COMMAND}" -E env GRADLAB_CPU_CAPABILITY=${_cap} "$<TARGET_FILE:check_ops>"
+            "--gtest_filter=VecMath.*:VecHalf.*:Unary.*:Binary.*")
+  set_tests_properties(capability_${_cap}_elementwise PROPERTIES LABELS unit TIMEOUT 300
+    SKIP_REGULAR_EXPRESSION "this CPU runs at most")
+  if(TARGET prop_testing)
+    add_test(NAME capability_${_cap}_op_table_reference
+      COMMAND "${CMAKE_COMMAND}" -E env GRADLAB_CPU_CAPABILITY=${_cap} "$<TARGET_FILE:prop_testing>"
+              "--gtest_filter=OpTable/Reference.*:OpTable/HalfParity.*:OpTable/Gradcheck.*")
+    set_tests_properties(capability_${_cap}_op_table_reference PROPERTIES LABELS property TIMEOUT 600
+      SKIP_REGULAR_EXPRESSION "this CPU runs at most" ENVIRONMENT "${GRADLAB_TEST_ENV}")
+  endif()
+endforeach()
+
+# ---- the AVX levels' objects share no code with baseline files (tools/check_vec_symbols.sh) ------
+set(_vec_objects "${PROJECT_BINARY_DIR}/CMakeFiles/gradlab.dir/src/gradlab/backend/cpu/vec")
+add_test(NAME vec_levels_share_no_code
+  COMMAND bash "${PROJECT_SOURCE_DIR}/tools/check_vec_symbols.sh"
+          "${_vec_objects}/vec_avx2.cpp.o" "${_vec_objects}/vec_avx512.cpp.o")
+set_tests_properties(vec_levels_share_no_code PROPERTIES LABELS unit TIMEOUT 60)
+
+# A name that is not a level: one clear line on stderr, and the best level runs.
+add_test(NAME capability_unknown_name_is_reported
+  COMMAND "${CMAKE_COMMAND}" -E env GRADLAB_CPU_CAPABILITY=avx9000 "$<TARGET_FILE:check_ops>"
+          "--gtest_filter=VecMath.CapabilityIsOneOfTheLevels")
+set_tests_properties(capability_unknown_name_is_reported PROPERTIES LABELS unit TIMEOUT 60
+  PASS_REGULAR_EXPRESSION "GRADLAB_CPU_CAPABILITY=avx9000 is not a level; expected default, avx2 or avx512; using (default|avx2|avx512)")

@@ -10,6 +10,7 @@
 #include "gradlab/autograd/grad_mode.hpp"
 #include "gradlab/autograd/graph.hpp"
 #include "gradlab/autograd/node.hpp"
+#include "gradlab/core/cpu_capability.hpp"
 #include "gradlab/core/cuda.hpp"
 #include "gradlab/core/device.hpp"
 #include "gradlab/core/dtype.hpp"

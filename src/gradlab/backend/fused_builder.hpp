@@ -103,6 +103,7 @@ inline Reg sin(Reg x) { return x.b->unary(math::Unary::Sin, x); }
 inline Reg cos(Reg x) { return x.b->unary(math::Unary::Cos, x); }
 inline Reg sign(Reg x) { return x.b->unary(math::Unary::Sign, x); }
 inline Reg sigmoid(Reg x) { return x.b->unary(math::Unary::Sigmoid, x); }
+inline Reg erf(Reg x) { return x.b->unary(math::Unary::Erf, x); }
 inline Reg pow(Reg x, double p) { return x.b->unary(math::Unary::PowScalar, x, p); }
 
 inline Reg gt(Reg a, Reg b) { return bin(math::Binary::Gt, a, b); }

@@ -1,36 +1,32 @@
 // Elementwise kernels: the formulas of backend/math/elementwise.hpp run over contiguous data,
-// in xsimd batches where the op allows it (exp, tanh ... vectorized; about 6x the scalar libm
-// loop on floats) and one element at a time otherwise. Strided operands are made contiguous
+// in xsimd batches at the CPU's level where the op allows it (vec/vec.hpp: exp, tanh ...
+// vectorized) and one element at a time otherwise. Strided operands are made contiguous
 // first, except a broadcast single value (all strides 0), which is read once.
 
 #include <algorithm>
-#include <xsimd/xsimd.hpp>
 
 #include "gradlab/backend/cpu/cpu.hpp"
 #include "gradlab/backend/cpu/loops.hpp"
+#include "gradlab/backend/cpu/vec/vec.hpp"
 #include "gradlab/core/half.hpp"
 
 namespace gradlab::cpu {
 
 namespace {
 
-// y[i] = f(x[i], p, q): whole batches through xsimd, the tail (and so every tensor smaller than
-// a batch) one element at a time through libm, the functions the CUDA kernels and the host
-// emulator call. NOTE: xsimd's exp, tanh, erf ... may differ from libm by an ulp, so body and
-// tail elements of one tensor can differ by that much; small tensors match the emulator exactly.
+// y[i] = f(x[i], p, q) for i in [0, n): whole batches through the level's kernels (vec/vec.hpp:
+// SSE2, AVX2 or AVX-512, picked once by cpuid), the tail (and so every tensor smaller than a
+// batch) one element at a time through libm, the functions the CUDA kernels and the host
+// emulator call. NOTE: xsimd's exp, tanh, erf ... differ from libm by a few ulps (README's table),
+// so body and tail elements of one tensor can differ by that much; small tensors match the
+// emulator exactly. Callable on a sub-range: map_unary<F>(x + k, y + k, m, p, q).
 template <class F, class T>
 void map_unary(const T* x, T* y, int64_t n, T p, T q) {
   constexpr F f{};
-  if constexpr (math::vectorizable(F::kKind) && std::is_floating_point_v<T>) {
-    using B = xsimd::batch<T>;
-    constexpr int64_t W = static_cast<int64_t>(B::size);
-    const B bp(p), bq(q);
-    int64_t i = 0;
-    for (; i + W <= n; i += W) f(B::load_unaligned(x + i), bp, bq).store_unaligned(y + i);
-    for (; i < n; ++i) y[i] = f(x[i], p, q);
-  } else {
-    for (int64_t i = 0; i < n; ++i) y[i] = f(x[i], p, q);
-  }
+  int64_t i = 0;
+  if constexpr (math::vectorizable(F::kKind) && std::is_floating_point_v<T>)
+    i = vec::unary(vec::kernels(), F::kOp, x, y, n, p, q);
+  for (; i < n; ++i) y[i] = f(x[i], p, q);
 }
 
 // out[i] = f(a[i], b[i]); a broadcast single value (sa / sb: all strides 0) is read once. out
@@ -39,12 +35,7 @@ template <class F, class T, class R>
 void map_binary(const T* a, bool sa, const T* b, bool sb, R* out, int64_t n) {
   constexpr F f{};
   if constexpr (math::vectorizable(F::kKind) && std::is_floating_point_v<T> && std::is_same_v<R, T>) {
-    using B = xsimd::batch<T>;
-    constexpr int64_t W = static_cast<int64_t>(B::size);
-    const B va = sa ? B(*a) : B(T(0)), vb = sb ? B(*b) : B(T(0));
-    auto at = [](const T* p, bool s, const B& v, int64_t i) { return s ? v : B::load_unaligned(p + i); };
-    int64_t i = 0;
-    for (; i + W <= n; i += W) f(at(a, sa, va, i), at(b, sb, vb, i)).store_unaligned(out + i);
+    int64_t i = vec::binary(vec::kernels(), F::kOp, a, sa, b, sb, out, n);
     // The tail one element at a time: the vectorized binary formulas are single IEEE operations
     // and selects, which give the same bits in a batch and on a number.
     for (; i < n; ++i) out[i] = f(a[sa ? 0 : i], b[sb ? 0 : i]);
@@ -146,8 +137,27 @@ namespace {
 // The storage-only dtypes: float16 / bfloat16 and uint8 (no compute kernels, but copies).
 bool is_half(ScalarType t) { return t == kFloat16 || t == kBFloat16 || t == kUInt8; }
 
-// A copy where either side is float16/bfloat16 or uint8: element by element, with the bit-exact
-// conversions the CUDA kernels use (core/half.hpp).
+// float <-> float16 / bfloat16 over a contiguous row: the level's vector conversions, bit-exact
+// with core/half.hpp's; returns how many elements it did (0: other pairs of types).
+template <class D, class S>
+int64_t convert_vec(D* d, const S* s, int64_t n) {
+  static_assert(sizeof(Half) == 2 && sizeof(BFloat16) == 2);
+  const vec::Kernels& k = vec::kernels();
+  // NOTE: Half / BFloat16 are structs of one uint16_t: their arrays are arrays of uint16_t.
+  if constexpr (std::is_same_v<S, float> && std::is_same_v<D, BFloat16>)
+    return k.bf16_from_f32(s, reinterpret_cast<uint16_t*>(d), n);
+  else if constexpr (std::is_same_v<S, BFloat16> && std::is_same_v<D, float>)
+    return k.bf16_to_f32(reinterpret_cast<const uint16_t*>(s), d, n);
+  else if constexpr (std::is_same_v<S, float> && std::is_same_v<D, Half>)
+    return k.f16_from_f32(s, reinterpret_cast<uint16_t*>(d), n);
+  else if constexpr (std::is_same_v<S, Half> && std::is_same_v<D, float>)
+    return k.f16_to_f32(reinterpret_cast<const uint16_t*>(s), d, n);
+  else
+    return 0;
+}
+
+// A copy where either side is float16/bfloat16 or uint8: with the bit-exact conversions the CUDA
+// kernels use (core/half.hpp), float <-> half rows vectorized (convert_vec).
 void copy_half(const Tensor& dst, const Tensor& src) {
   visit_storage_dtype(dst.dtype(), [&]<class D>() {
     visit_storage_dtype(src.dtype(), [&]<class S>() {
@@ -156,7 +166,9 @@ void copy_half(const Tensor& dst, const Tensor& src) {
       std::array<const Strides*, 2> st{&dst.strides(), &src.strides()};
       for_each_row<2>(dst.sizes(), st, [&](const std::array<int64_t, 2>& off, int64_t n,
                                            const std::array<int64_t, 2>& inner) {
-        for (int64_t i = 0; i < n; ++i) d[off[0] + i * inner[0]] = convert<D, S>(s[off[1] + i * inner[1]]);
+        int64_t i = 0;
+        if (inner[0] == 1 && inner[1] == 1) i = convert_vec(d + off[0], s + off[1], n);
+        for (; i < n; ++i) d[off[0] + i * inner[0]] = convert<D, S>(s[off[1] + i * inner[1]]);
       });
     });
   });

@@ -43,7 +43,8 @@
   X(Clamp,     N,  select(x < p, p, select(x > q, q, x)))  /* p, q: min, max */     \
   X(PowScalar, FS, p == V(2) ? x * x : pow(x, p))          /* p: exponent */        \
   X(Softplus,  F,  select(x * p > q, x, log1p(exp(x * p)) / p))  /* p: beta, q: threshold */ \
-  X(Expm1,     F,  expm1(x))
+  X(Expm1,     F,  expm1(x))                                                        \
+  X(Gelu,      F,  V(0.5) * (x * (V(1) + erf(x * V(0.70710678118654752440)))))  /* x Φ(x), one pass */
 
 // c = f(a, b), same dtype in and out.
 #define GRADLAB_BINARY_OPS(X)                                                       \

@@ -367,6 +367,28 @@ struct Erf : UnaryOp<Erf, kSavesX> {
   }
 };
 
+// y = x Φ(x) = 0.5 x (1 + erf(x / √2))     dx = dy * (Φ(x) + x φ(x)),  φ(x) = exp(-x²/2) / √(2π)
+// One pass (the formula is the composite's, in its order: 0.5 * (x * (1 + erf(x * (1/√2))))); the
+// composite stays the op table's reference.
+struct Gelu : UnaryOp<Gelu, kSavesX> {
+  static constexpr const char* kName = "GeluBackward0";
+  static constexpr Formula kFormula = Unary::Gelu;
+  static constexpr Amp kAutocast = Amp::None;
+  static constexpr Onnx kOnnx = Onnx::custom();
+  static constexpr Fusion kFusion = Fusion::Elementwise;
+  template <class T>
+  static T derivative(const T& dy, const UnaryArgs<T>& in) {
+    const T cdf = 0.5 * (1 + erf(in.x * (1 / std::numbers::sqrt2)));
+    const T pdf = exp(-0.5 * (in.x * in.x)) * (1 / std::sqrt(2 * std::numbers::pi));
+    return dy * (cdf + in.x * pdf);
+  }
+  // opset 17 has no Gelu: the composite.
+  static std::string to_onnx(OnnxGraph& g, const OnnxCall& c) {
+    const std::string e = g.op("Erf", {g.op("Div", {c.in[0], g.scalar(std::numbers::sqrt2, "sqrt2")})});
+    return g.op("Mul", {g.op("Mul", {c.in[0], g.op("Add", {e, g.scalar(1, "one")})}), g.scalar(0.5, "half")});
+  }
+};
+
 // y = max(x, 0)      dx = dy * (y > 0)      (from the output; one threshold_backward pass)
 struct Relu : UnaryOp<Relu, kSavesY> {
   static constexpr const char* kName = "ReluBackward0";

@@ -1,0 +1,226 @@
+// The vectorized elementwise kernels at every capability level this CPU runs (backend/cpu/vec):
+// accuracy in ulps against glibc (the bounds of README's table), and float <-> float16 / bfloat16
+// conversions bit-exact with core/half.hpp, every 16-bit pattern and a sweep of floats.
+// NOTE: the claims here ARE about bits and ulps, so they compare bits.
+
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gradlab/backend/cpu/vec/vec.hpp"
+#include "gradlab/core/cpu_capability.hpp"
+#include "gradlab/core/half.hpp"
+
+namespace {
+
+using gradlab::cpu::vec::Capability;
+using gradlab::cpu::vec::Kernels;
+using gradlab::math::Unary;
+
+std::vector<Capability> levels() {
+  std::vector<Capability> out;
+  for (Capability c : {Capability::Default, Capability::Avx2, Capability::Avx512}) {
+    if (gradlab::cpu::vec::kernels_for(c)) out.push_back(c);
+    else std::printf("[ note ] level %d: this CPU does not run it; skipped\n", static_cast<int>(c));
+  }
+  return out;
+}
+
+// Distance in units in the last place: floats mapped to integers that count up monotonically
+// (-0 and +0 both 0); NaN vs NaN is 0 and NaN vs a number is "infinite".
+template <class T>
+double ulps(T got, T want) {
+  if (std::isnan(got) || std::isnan(want)) return std::isnan(got) && std::isnan(want) ? 0 : INFINITY;
+  using I = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
+  auto ordered = [](T v) {
+    I i;
+    std::memcpy(&i, &v, sizeof v);
+    return i < 0 ? -(i & std::numeric_limits<I>::max()) : i;
+  };
+  const I a = ordered(got), b = ordered(want);
+  // NOTE: subtract as integers (a double holds int64 only to 2^53); opposite signs cannot overflow
+  // in double's favour, so they go through double (the distance is huge anyway).
+  if ((a < 0) == (b < 0)) return static_cast<double>(a > b ? a - b : b - a);
+  return std::abs(static_cast<double>(a) - static_cast<double>(b));
+}
+
+// Inputs: the edge cases, an even sweep over all bit patterns (every sign, exponent and
+// subnormal), and uniform values where the functions curve.
+template <class T>
+std::vector<T> inputs() {
+  constexpr T inf = std::numeric_limits<T>::infinity();
+  std::vector<T> v = {T(0), -T(0), inf, -inf, std::numeric_limits<T>::quiet_NaN(),
+                      std::numeric_limits<T>::denorm_min(), -std::numeric_limits<T>::denorm_min(),
+                      std::numeric_limits<T>::min(), std::numeric_limits<T>::max(), -std::numeric_limits<T>::max(),
+                      T(1), T(-1), T(0.5), T(1e-8), T(-1e-8), T(20), T(-20), T(100), T(-100)};
+  // exp's overflow threshold and its neighbours: log(max) rounded, one ulp either side
+  const T edge = std::log(std::numeric_limits<T>::max());
+  for (T e : {edge, -edge, std::nextafter(edge, inf), std::nextafter(edge, T(0))}) v.push_back(e);
+  using U = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+  const U step = std::numeric_limits<U>::max() / 200003;
+  for (U bits = 0; bits < std::numeric_limits<U>::max() - step; bits += step) {
+    T x;
+    std::memcpy(&x, &bits, sizeof x);
+    v.push_back(x);
+  }
+  std::mt19937_64 rng(28);
+  std::uniform_real_distribution<double> u(-12, 12);
+  for (int i = 0; i < 100000; ++i) v.push_back(static_cast<T>(u(rng)));
+  while (v.size() % 64) v.push_back(T(0.25));  // whole batches at every width
+  return v;
+}
+
+struct Fn {
+  const char* name;
+  Unary op;
+  double (*ref)(double);  // glibc in double: rounded to float it is the float reference
+  double max_ulp_f32, max_ulp_f64;  // README's table
+};
+double sigmoid_ref(double x) { return 1 / (1 + std::exp(-x)); }
+// The table. The float reference is glibc's double function rounded to float (within 0.5 ulp of
+// the exact value); the double reference is glibc's double function.
+const Fn kFns[] = {
+    {"exp", Unary::Exp, [](double x) { return std::exp(x); }, 1, 1},
+    {"expm1", Unary::Expm1, [](double x) { return std::expm1(x); }, 2, 2},
+    {"log", Unary::Log, [](double x) { return std::log(x); }, 1, 1},
+    {"sin", Unary::Sin, [](double x) { return std::sin(x); }, 2, 1},
+    {"cos", Unary::Cos, [](double x) { return std::cos(x); }, 1, 1},
+    {"tanh", Unary::Tanh, [](double x) { return std::tanh(x); }, 1, 2},
+    // NOTE: xsimd's float64 erf is the least accurate row: 67 ulps (1.5e-14 relative) near x = 2.2
+    {"erf", Unary::Erf, [](double x) { return std::erf(x); }, 2, 70},
+    {"sigmoid", Unary::Sigmoid, sigmoid_ref, 2, 2},
+};
+
+template <class T>
+double max_ulp(const Kernels& k, const Fn& fn, const std::vector<T>& x, T* worst) {
+  std::vector<T> y(x.size());
+  const int64_t n = static_cast<int64_t>(x.size());
+  const int64_t m = gradlab::cpu::vec::unary(k, fn.op, x.data(), y.data(), n, T(0), T(0));
+  EXPECT_EQ(m, n) << fn.name << ": every element in whole batches";
+  double worst_ulp = 0;
+  for (int64_t i = 0; i < m; ++i) {
+    // NOTE: sin / cos of huge arguments: xsimd reduces the argument in a way that loses all
+    // precision past ~1e5 (float) / 1e15 (double); the bound is stated on |x| <= 1e4.
+    if ((fn.op == Unary::Sin || fn.op == Unary::Cos) && std::abs(x[i]) > T(1e4)) continue;
+    const T want = static_cast<T>(fn.ref(static_cast<double>(x[i])));
+    // Stated apart (README): a result below the smallest normal number (exp(x) for x < -87.3 in
+    // float32, -708.4 in float64; sigmoid below that) may flush to 0, an absolute error below
+    // that number; a result within a factor 1.5 of the largest number (expm1(x) for x > 88.37 in
+    // float32) may overflow to inf. Both are asserted here, outside the ulp count.
+    if (std::abs(want) < std::numeric_limits<T>::min()) {
+      EXPECT_LT(std::abs(y[i]), std::numeric_limits<T>::min()) << k.name << " " << fn.name << " at x = " << x[i];
+      continue;
+    }
+    if (std::isinf(y[i]) && std::isfinite(want) && std::abs(want) > std::numeric_limits<T>::max() / T(1.5)) continue;
+    const double d = ulps(y[i], want);
+    if (d > worst_ulp) worst_ulp = d, *worst = x[i];
+  }
+  return worst_ulp;
+}
+
+TEST(VecMath, UlpsAgainstGlibcAtEveryLevel) {
+  const auto xf = inputs<float>();
+  const auto xd = inputs<double>();
+  for (Capability c : levels()) {
+    const Kernels& k = *gradlab::cpu::vec::kernels_for(c);
+    for (const Fn& fn : kFns) {
+      float wf = 0;
+      double wd = 0;
+      const double uf = max_ulp(k, fn, xf, &wf), ud = max_ulp(k, fn, xd, &wd);
+      std::printf("[ ulps ] %-7s %-8s float32 %4.0f (x = %.9g)  float64 %4.0f (x = %.17g)\n", k.name, fn.name, uf,
+                  static_cast<double>(wf), ud, wd);
+      EXPECT_LE(uf, fn.max_ulp_f32) << k.name << " " << fn.name << " float32 at x = " << wf;
+      EXPECT_LE(ud, fn.max_ulp_f64) << k.name << " " << fn.name << " float64 at x = " << wd;
+    }
+  }
+}
+
+TEST(VecMath, CapabilityIsOneOfTheLevels) {
+  const std::string c = gradlab::cpu_capability();
+  EXPECT_TRUE(c == "default" || c == "avx2" || c == "avx512") << c;
+  if (const char* env = std::getenv("GRADLAB_CPU_CAPABILITY")) {
+    const std::string want = env;
+    const bool runs = (want == "default") || (want == "avx2" && gradlab::cpu::vec::kernels_for(Capability::Avx2)) ||
+                      (want == "avx512" && gradlab::cpu::vec::kernels_for(Capability::Avx512));
+    if (runs) {
+      EXPECT_EQ(c, want) << "GRADLAB_CPU_CAPABILITY forces the level";
+    }
+  }
+}
+
+// ---- half types: bit-exact with core/half.hpp -----------------------------------------------------
+
+std::vector<float> float_sweep() {
+  std::vector<float> v;
+  for (uint64_t bits = 0; bits <= 0xFFFFFFFFull; bits += 4093) v.push_back(std::bit_cast<float>(static_cast<uint32_t>(bits)));
+  // NaNs with payloads (quiet and signalling), ±inf, the f16 overflow edge (65504, 65520), the
+  // f16 subnormal edge (2^-24, 2^-25 = a tie to 0), and exact ties of both formats
+  for (uint32_t b : {0x7F800001u, 0xFF800001u, 0x7FC00000u, 0x7FBFFFFFu, 0xFFFFFFFFu, 0x7F800000u, 0xFF800000u,
+                     0x477FE000u, 0x477FF000u, 0x477FEFFFu, 0x33800000u, 0x33000000u, 0x33000001u, 0x3F808000u,
+                     0x3F818000u, 0x3F801000u, 0x3F803000u, 0x00000001u, 0x807FFFFFu})
+    v.push_back(std::bit_cast<float>(b));
+  // every 16-bit value of both formats, and the ties halfway to the next one
+  for (uint32_t h = 0; h < 65536; ++h) {
+    v.push_back(std::bit_cast<float>(h << 16));
+    v.push_back(std::bit_cast<float>(h << 16 | 0x8000u));
+    const float a = gradlab::half_to_float({static_cast<uint16_t>(h)});
+    const float b = gradlab::half_to_float({static_cast<uint16_t>(h + 1)});
+    v.push_back(a);
+    if ((h & 0x7FFFu) < 0x7BFFu) v.push_back(static_cast<float>((static_cast<double>(a) + b) / 2));
+  }
+  while (v.size() % 64) v.push_back(1.0f);
+  return v;
+}
+
+TEST(VecHalf, FromFloatBitExactAtEveryLevel) {
+  const auto x = float_sweep();
+  const int64_t n = static_cast<int64_t>(x.size());
+  std::vector<uint16_t> y(x.size());
+  for (Capability c : levels()) {
+    const Kernels& k = *gradlab::cpu::vec::kernels_for(c);
+    ASSERT_EQ(k.bf16_from_f32(x.data(), y.data(), n), n) << k.name;
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; ++i)
+      if (y[i] != gradlab::bf16_from_float(x[i]).bits && bad++ < 5)
+        ADD_FAILURE() << k.name << " bf16 of bits 0x" << std::hex << std::bit_cast<uint32_t>(x[i]) << ": got 0x" << y[i]
+                      << ", want 0x" << gradlab::bf16_from_float(x[i]).bits;
+    const int64_t m = k.f16_from_f32(x.data(), y.data(), n);
+    if (c == Capability::Default) {
+      EXPECT_EQ(m, 0) << "f16 at the default level is scalar";
+    }
+    for (int64_t i = 0; i < m; ++i)
+      if (y[i] != gradlab::half_from_float(x[i]).bits && bad++ < 10)
+        ADD_FAILURE() << k.name << " f16 of bits 0x" << std::hex << std::bit_cast<uint32_t>(x[i]) << ": got 0x" << y[i]
+                      << ", want 0x" << gradlab::half_from_float(x[i]).bits;
+    EXPECT_EQ(bad, 0) << k.name;
+  }
+}
+
+TEST(VecHalf, ToFloatBitExactForEvery16BitPattern) {
+  std::vector<uint16_t> h(65536);
+  for (uint32_t i = 0; i < 65536; ++i) h[i] = static_cast<uint16_t>(i);
+  std::vector<float> y(h.size());
+  for (Capability c : levels()) {
+    const Kernels& k = *gradlab::cpu::vec::kernels_for(c);
+    int64_t bad = 0;
+    ASSERT_EQ(k.bf16_to_f32(h.data(), y.data(), 65536), 65536) << k.name;
+    for (uint32_t i = 0; i < 65536; ++i)
+      if (std::bit_cast<uint32_t>(y[i]) != std::bit_cast<uint32_t>(gradlab::bf16_to_float({h[i]})) && bad++ < 5)
+        ADD_FAILURE() << k.name << " bf16 0x" << std::hex << i;
+    const int64_t m = k.f16_to_f32(h.data(), y.data(), 65536);
+    EXPECT_EQ(m, c == Capability::Default ? 0 : 65536) << k.name;
+    for (int64_t i = 0; i < m; ++i)
+      if (std::bit_cast<uint32_t>(y[i]) != std::bit_cast<uint32_t>(gradlab::half_to_float({h[i]})) && bad++ < 10)
+        ADD_FAILURE() << k.name << " f16 0x" << std::hex << i << ": got 0x" << std::bit_cast<uint32_t>(y[i])
+                      << ", want 0x" << std::bit_cast<uint32_t>(gradlab::half_to_float({h[i]}));
+    EXPECT_EQ(bad, 0) << k.name;
+  }
+}
+
+}  // namespace

@@ -1,0 +1,213 @@
+#pragma once
+// The body of one capability level (see vec.hpp). Included only by vec_default.cpp,
+// vec_avx2.cpp and vec_avx512.cpp, each defining GRADLAB_VEC_TABLE (the table's name) and each
+// compiled with its own -m flags, so xsimd::default_arch is SSE2, FMA3<AVX2> or AVX512BW there.
+// NOTE: everything here stays in an anonymous namespace (see vec.hpp: one copy per level).
+
+#include <immintrin.h>
+
+#include <limits>
+
+// NOTE: xsimd 8.1 has two non-template inline functions, detail::__kernel_rem_pio2 and
+// __ieee754_rem_pio2 (sin / cos of huge arguments); every file that uses sin emits them, and the
+// linker keeps one copy, maybe the AVX-512 one, for baseline callers too. Renamed per level here (ctest vec_levels_share_no_code
+// lists what the level objects share with others).
+#define GRADLAB_VEC_PASTE2_(a, b) a##b
+#define GRADLAB_VEC_PASTE_(a, b) GRADLAB_VEC_PASTE2_(a, b)
+#define __kernel_rem_pio2 GRADLAB_VEC_PASTE_(gradlab_kernel_rem_pio2_, GRADLAB_VEC_LEVEL)
+#define __ieee754_rem_pio2 GRADLAB_VEC_PASTE_(gradlab_ieee754_rem_pio2_, GRADLAB_VEC_LEVEL)
+#include <xsimd/xsimd.hpp>
+#undef __kernel_rem_pio2
+#undef __ieee754_rem_pio2
+
+#include "gradlab/backend/cpu/vec/vec.hpp"
+
+// Two fixes to xsimd 8.1's float64 math, found by checks/ops/vec_test.cpp against glibc. The
+// formulas call log / erf on batches by argument-dependent lookup, so these overloads (exact
+// matches, preferred over xsimd's templates; internal linkage) take their place in this file.
+//   log(x), x subnormal: xsimd returned log(x) - 37 (-745.9 for 2e-308); scaled by 2^54 first.
+//   erf(x), |x| >= 1e100: xsimd returned NaN; erf(±6) rounds to ±1 in float and double, and NaN
+//   stays NaN through the clamp (its comparisons are false).
+namespace xsimd {
+static inline batch<double, default_arch> log(const batch<double, default_arch>& x) {
+  using B = batch<double, default_arch>;
+  const auto tiny = (x > B(0.0)) & (x < B(std::numeric_limits<double>::min()));
+  if (none(tiny)) return kernel::log(x, default_arch{});
+  const B scaled = select(tiny, x * B(18014398509481984.0), x);  // 2^54
+  return kernel::log(scaled, default_arch{}) - select(tiny, B(54 * 0.693147180559945309417232121458), B(0.0));
+}
+template <class T>
+static inline batch<T, default_arch> erf_clamped(const batch<T, default_arch>& x) {
+  using B = batch<T, default_arch>;
+  return kernel::erf(select(x > B(6), B(6), select(x < B(-6), B(-6), x)), default_arch{});
+}
+static inline batch<double, default_arch> erf(const batch<double, default_arch>& x) { return erf_clamped(x); }
+static inline batch<float, default_arch> erf(const batch<float, default_arch>& x) { return erf_clamped(x); }
+}  // namespace xsimd
+
+namespace gradlab::cpu::vec {
+namespace {
+
+using Arch = xsimd::default_arch;
+
+// y[i] = f(x[i], p, q) over whole batches; the formula is math/elementwise.hpp's, on batches.
+template <class F, class T>
+int64_t unary_body(const T* x, T* y, int64_t n, T p, T q) {
+  using B = xsimd::batch<T, Arch>;
+  constexpr int64_t W = static_cast<int64_t>(B::size);
+  constexpr F f{};
+  const B bp(p), bq(q);
+  int64_t i = 0;
+  for (; i + W <= n; i += W) f(B::load_unaligned(x + i), bp, bq).store_unaligned(y + i);
+  return i;
+}
+
+template <class F, class T>
+int64_t binary_body(const T* a, bool sa, const T* b, bool sb, T* out, int64_t n) {
+  using B = xsimd::batch<T, Arch>;
+  constexpr int64_t W = static_cast<int64_t>(B::size);
+  constexpr F f{};
+  const B va = sa ? B(*a) : B(T(0)), vb = sb ? B(*b) : B(T(0));
+  int64_t i = 0;
+  for (; i + W <= n; i += W)
+    f(sa ? va : B::load_unaligned(a + i), sb ? vb : B::load_unaligned(b + i)).store_unaligned(out + i);
+  return i;
+}
+
+template <class T>
+int64_t unary_any(math::Unary op, const T* x, T* y, int64_t n, T p, T q) {
+  int64_t m = 0;
+  math::visit_unary(op, [&]<class F>() {
+    if constexpr (math::vectorizable(F::kKind)) m = unary_body<F, T>(x, y, n, p, q);
+  });
+  return m;
+}
+
+template <class T>
+int64_t binary_any(math::Binary op, const T* a, bool sa, const T* b, bool sb, T* out, int64_t n) {
+  int64_t m = 0;
+  math::visit_binary(op, [&]<class F>() {
+    if constexpr (math::vectorizable(F::kKind) && !math::is_comparison(F::kOp))
+      m = binary_body<F, T>(a, sa, b, sb, out, n);
+  });
+  return m;
+}
+
+// ---- half types: 16-bit lanes <-> 32-bit lanes ---------------------------------------------------
+// bfloat16 = the top 16 bits of a float, rounded to nearest even: (x + 0x7FFF + bit16(x)) >> 16;
+// a NaN keeps its top bits with the quiet bit (0x40) set. Done on 32-bit integer lanes, then
+// narrowed. float16 uses F16C (vcvtps2ph / vcvtph2ps, round to nearest even); the one place the
+// hardware differs from core/half.hpp is NaN (it keeps the payload and quiets sNaN), so NaN lanes
+// are redone with the scalar rule. The AVX-512 level uses the 8-lane AVX2 code: memory-bound.
+#if defined(__AVX2__)
+constexpr int64_t kHalfW = 8;
+inline __m256i bf16_round(__m256i x) {
+  const __m256i absx = _mm256_and_si256(x, _mm256_set1_epi32(0x7FFFFFFF));
+  const __m256i nan = _mm256_cmpgt_epi32(absx, _mm256_set1_epi32(0x7F800000));
+  const __m256i hi = _mm256_srli_epi32(x, 16);
+  const __m256i rounding = _mm256_add_epi32(_mm256_set1_epi32(0x7FFF), _mm256_and_si256(hi, _mm256_set1_epi32(1)));
+  const __m256i r = _mm256_srli_epi32(_mm256_add_epi32(x, rounding), 16);
+  return _mm256_blendv_epi8(r, _mm256_or_si256(hi, _mm256_set1_epi32(0x40)), nan);
+}
+// 8 x 32-bit lanes holding values < 2^16 -> 8 x 16-bit (packs saturates: values fit as int16
+// after sign extension of the low 16 bits)
+inline __m128i narrow16(__m256i v) {
+  v = _mm256_srai_epi32(_mm256_slli_epi32(v, 16), 16);
+  return _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+}
+#else
+constexpr int64_t kHalfW = 4;
+inline __m128i bf16_round(__m128i x) {
+  const __m128i absx = _mm_and_si128(x, _mm_set1_epi32(0x7FFFFFFF));
+  const __m128i nan = _mm_cmpgt_epi32(absx, _mm_set1_epi32(0x7F800000));
+  const __m128i hi = _mm_srli_epi32(x, 16);
+  const __m128i rounding = _mm_add_epi32(_mm_set1_epi32(0x7FFF), _mm_and_si128(hi, _mm_set1_epi32(1)));
+  const __m128i r = _mm_srli_epi32(_mm_add_epi32(x, rounding), 16);
+  const __m128i q = _mm_or_si128(hi, _mm_set1_epi32(0x40));
+  return _mm_or_si128(_mm_and_si128(nan, q), _mm_andnot_si128(nan, r));  // SSE2 has no blendv
+}
+inline __m128i narrow16(__m128i v) {
+  v = _mm_srai_epi32(_mm_slli_epi32(v, 16), 16);
+  return _mm_packs_epi32(v, v);  // low 64 bits: the 4 values
+}
+#endif
+
+int64_t bf16_from_f32(const float* x, uint16_t* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + kHalfW <= n; i += kHalfW) {
+#if defined(__AVX2__)
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), narrow16(bf16_round(v)));
+#else
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i));
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(y + i), narrow16(bf16_round(v)));
+#endif
+  }
+  return i;
+}
+
+int64_t bf16_to_f32(const uint16_t* x, float* y, int64_t n) {  // exact: the bits << 16
+  int64_t i = 0;
+  for (; i + kHalfW <= n; i += kHalfW) {
+#if defined(__AVX2__)
+    const __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), _mm256_slli_epi32(v, 16));
+#else
+    const __m128i v = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(x + i));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), _mm_unpacklo_epi16(_mm_setzero_si128(), v));
+#endif
+  }
+  return i;
+}
+
+#if defined(__F16C__) && defined(__AVX2__)
+int64_t f16_from_f32(const float* x, uint16_t* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
+    if (!_mm256_testz_ps(nan, nan)) {  // NaN: sign | 0x7E00, as half_from_float
+      const __m256i sign = _mm256_and_si256(_mm256_srli_epi32(_mm256_castps_si256(v), 16), _mm256_set1_epi32(0x8000));
+      const __m128i q = narrow16(_mm256_or_si256(sign, _mm256_set1_epi32(0x7E00)));
+      h = _mm_blendv_epi8(h, q, narrow16(_mm256_castps_si256(nan)));
+    }
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), h);
+  }
+  return i;
+}
+
+int64_t f16_to_f32(const uint16_t* x, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i));
+    __m256 f = _mm256_cvtph_ps(h);
+    // inf / NaN halves (exponent 0x1F): sign | 0x7F800000 | m << 13, as half_to_float (the
+    // hardware would set the quiet bit of a signalling NaN)
+    const __m128i special = _mm_cmpeq_epi16(_mm_and_si128(h, _mm_set1_epi16(0x7C00)), _mm_set1_epi16(0x7C00));
+    if (!_mm_testz_si128(special, special)) {
+      const __m256i w = _mm256_cvtepu16_epi32(h);
+      const __m256i bits = _mm256_or_si256(
+          _mm256_or_si256(_mm256_slli_epi32(_mm256_and_si256(w, _mm256_set1_epi32(0x8000)), 16),
+                          _mm256_set1_epi32(0x7F800000)),
+          _mm256_slli_epi32(_mm256_and_si256(w, _mm256_set1_epi32(0x3FF)), 13));
+      f = _mm256_blendv_ps(f, _mm256_castsi256_ps(bits), _mm256_castsi256_ps(_mm256_cvtepi16_epi32(special)));
+    }
+    _mm256_storeu_ps(y + i, f);
+  }
+  return i;
+}
+#else
+int64_t f16_from_f32(const float*, uint16_t*, int64_t) { return 0; }  // scalar (core/half.hpp)
+int64_t f16_to_f32(const uint16_t*, float*, int64_t) { return 0; }
+#endif
+
+}  // namespace
+
+extern const Kernels GRADLAB_VEC_TABLE;
+const Kernels GRADLAB_VEC_TABLE = {
+    GRADLAB_VEC_NAME, unary_any<float>, unary_any<double>, binary_any<float>, binary_any<double>,
+    bf16_from_f32,    bf16_to_f32,      f16_from_f32,      f16_to_f32,
+};
+
+}  // namespace gradlab::cpu::vec
