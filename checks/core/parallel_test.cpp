@@ -4,7 +4,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
+#include <cstdio>
+#include <filesystem>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -45,6 +48,36 @@ TEST(Threads, BadEnvironmentValuesWarnAndUseTheCores) {
   std::string w;
   EXPECT_EQ(detail::num_threads_from_env(nullptr, "abc", 3, w), 3);
   EXPECT_THAT(w, HasSubstr("ignoring OMP_NUM_THREADS='abc'"));
+}
+
+// Run by StartupReadsTheEnvironment in a child process (disabled in a normal run).
+TEST(Threads, DISABLED_PrintCount) { std::printf("count=%d\n", get_num_threads()); }
+
+// What this test binary prints (stdout and stderr) when started with `env` in front.
+std::string run_self(const std::string& env) {
+  // NOTE: resolved here: inside the command, /proc/self/exe would be the shell's.
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  const std::string cmd = "env -u GRADLAB_NUM_THREADS -u OMP_NUM_THREADS " + env + " '" + self +
+                          "' --gtest_also_run_disabled_tests"
+                          " --gtest_filter=Threads.DISABLED_PrintCount 2>&1";
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return out;
+  std::array<char, 256> buf;
+  while (std::fgets(buf.data(), buf.size(), p) != nullptr) out += buf.data();
+  pclose(p);
+  return out;
+}
+
+TEST(Threads, StartupReadsTheEnvironment) {
+  const std::string cores = "count=" + std::to_string(detail::available_cores()) + "\n";
+  EXPECT_THAT(run_self(""), HasSubstr(cores));
+  EXPECT_THAT(run_self("GRADLAB_NUM_THREADS=3"), HasSubstr("count=3\n"));
+  EXPECT_THAT(run_self("OMP_NUM_THREADS=5"), HasSubstr("count=5\n"));
+  EXPECT_THAT(run_self("GRADLAB_NUM_THREADS=2 OMP_NUM_THREADS=5"), HasSubstr("count=2\n"));
+  const std::string bad = run_self("GRADLAB_NUM_THREADS=lots");
+  EXPECT_THAT(bad, HasSubstr("gradlab: ignoring GRADLAB_NUM_THREADS='lots'; expected a positive integer"));
+  EXPECT_THAT(bad, HasSubstr(cores));
 }
 
 TEST(Threads, AvailableCoresIsPositive) { EXPECT_GE(detail::available_cores(), 1); }
