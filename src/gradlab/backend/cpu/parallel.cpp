@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <exception>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -63,9 +64,14 @@ class Pool {
       std::lock_guard<std::mutex> lk(m_);
       while (static_cast<int>(workers_.size()) < threads - 1) {
         const int id = static_cast<int>(workers_.size());
-        workers_.emplace_back([this, id] { worker(id); });
+        try {
+          workers_.emplace_back([this, id] { worker(id); });
+        } catch (const std::system_error&) {
+          break;  // no more threads to be had: run with those there are
+        }
         workers_.back().detach();  // lives as long as the process (the pool is never destroyed)
       }
+      threads = std::min(threads, static_cast<int>(workers_.size()) + 1);
       fn_ = fn;
       nchunks_ = nchunks;
       next_.store(0);
