@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs the lessons (through their README excerpt checks, which also require exit status 0), the
 # lesson exercise answers, the root README programs and the excerpt checker's own fixtures under
-# every BLAS kernel this CPU can run, at 1 and 2 BLAS threads, and once with every core kept busy
-# by other processes. Prints one row per configuration and exits non-zero when one fails.
+# every BLAS kernel this CPU can run, at 1 and 2 threads (BLAS threads and gradlab's intra-op
+# threads together), and once with every core kept busy by other processes. Prints one row per configuration and exits non-zero when one fails.
 #
 #   bash tools/check_portability.sh             # every configuration (13 here), the subset below
 #   bash tools/check_portability.sh --quick     # Haswell kernels at 2 threads only (CI's subset)
@@ -22,7 +22,7 @@
 #   OPENBLAS_CORETYPE = unset (auto-detected), Prescott, Sandybridge, Haswell, Zen, SkylakeX:
 #     a kernel the CPU cannot run is skipped; OPENBLAS_VERBOSE=2 tells which core OpenBLAS really
 #     used, and a forced core that is not the one used counts as not runnable
-#   OPENBLAS_NUM_THREADS = 1 and 2 for each
+#   OPENBLAS_NUM_THREADS = GRADLAB_NUM_THREADS = 1 and 2 for each ("threads=<t>")
 #   GRADLAB_CPU_CAPABILITY = default, avx2, avx512 (auto-detected BLAS kernels, 2 threads each)
 #   loaded: auto-detected kernels, 2 threads, with one busy-looping process per core
 # The release build must exist (it is built first: cmake --preset release + the targets needed).
@@ -48,7 +48,7 @@ build="$root/build/release"
 logs="$build/portability"
 
 # An environment that already forces a kernel or a thread count would hide the sweep.
-for v in OPENBLAS_CORETYPE OPENBLAS_NUM_THREADS GRADLAB_CPU_CAPABILITY; do
+for v in OPENBLAS_CORETYPE OPENBLAS_NUM_THREADS GRADLAB_NUM_THREADS OMP_NUM_THREADS GRADLAB_CPU_CAPABILITY; do
   if [ -n "${!v+x}" ]; then
     echo "check_portability: $v=${!v} was set in the environment; unset for the sweep"
     unset "$v"
@@ -139,7 +139,7 @@ for core in "${cores[@]}"; do
     env_core=(OPENBLAS_CORETYPE="$core")
   fi
   for t in "${thread_counts[@]}"; do
-    run_config "coretype=$label,threads=$t" "${env_core[@]}" OPENBLAS_NUM_THREADS="$t"
+    run_config "coretype=$label,threads=$t" "${env_core[@]}" OPENBLAS_NUM_THREADS="$t" GRADLAB_NUM_THREADS="$t"
   done
 done
 
@@ -153,7 +153,7 @@ for cap in $capabilities; do
     echo "${rows[-1]}"
     continue
   fi
-  run_config "capability=$cap,threads=2" GRADLAB_CPU_CAPABILITY="$cap" OPENBLAS_NUM_THREADS=2
+  run_config "capability=$cap,threads=2" GRADLAB_CPU_CAPABILITY="$cap" OPENBLAS_NUM_THREADS=2 GRADLAB_NUM_THREADS=2
 done
 
 if [ "$quick" -eq 0 ] && [ "${LOADED:-1}" != 0 ]; then
@@ -164,7 +164,7 @@ if [ "$quick" -eq 0 ] && [ "${LOADED:-1}" != 0 ]; then
     busy+=("$!")
   done
   trap 'kill "${busy[@]}" 2>/dev/null || true' EXIT
-  run_config "loaded($(nproc) busy),coretype=auto,threads=2" OPENBLAS_NUM_THREADS=2
+  run_config "loaded($(nproc) busy),coretype=auto,threads=2" OPENBLAS_NUM_THREADS=2 GRADLAB_NUM_THREADS=2
   kill "${busy[@]}" 2>/dev/null || true
   trap - EXIT
 fi

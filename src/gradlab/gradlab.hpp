@@ -19,6 +19,7 @@
 #include "gradlab/core/generator.hpp"
 #include "gradlab/core/indexing.hpp"
 #include "gradlab/core/options.hpp"
+#include "gradlab/core/parallel.hpp"
 #include "gradlab/core/scalar.hpp"
 #include "gradlab/core/shape.hpp"
 #include "gradlab/core/state_dict.hpp"

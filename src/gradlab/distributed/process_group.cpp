@@ -521,6 +521,7 @@ std::optional<int> relaunch_with_mpirun(int world_size, int argc, char** argv) {
     // NOTE: no OMPI_ALLOW_RUN_AS_ROOT here: running MPI as root is the caller's decision (a
     // launch script, a test's ENVIRONMENT or the program's main set it where they mean it).
     ::setenv("OPENBLAS_NUM_THREADS", "1", 0);  // 2 ranks on 2 cores: no BLAS threads on top
+    ::setenv("GRADLAB_NUM_THREADS", "1", 0);   // nor intra-op threads
     ::execvp(cargs[0], cargs.data());
     std::fprintf(stderr, "relaunch_with_mpirun: cannot run %s; hint: install openmpi-bin\n", cargs[0]);
     std::_Exit(127);

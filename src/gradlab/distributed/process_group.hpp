@@ -110,8 +110,8 @@ void barrier();
 [[noreturn]] void abort_job(const std::string& message);
 
 /// Not under a launcher: runs this program again as `mpirun -np <world_size> --oversubscribe`
-/// (with OPENBLAS_NUM_THREADS=1 unless set) and returns mpirun's exit status. Under a launcher:
-/// nullopt. NOTE: it never allows Open MPI to run as root; a caller that runs as root sets
+/// (with OPENBLAS_NUM_THREADS=1 and GRADLAB_NUM_THREADS=1 unless set) and returns mpirun's exit
+/// status. Under a launcher: nullopt. NOTE: it never allows Open MPI to run as root; a caller that runs as root sets
 /// OMPI_ALLOW_RUN_AS_ROOT=1 and OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 itself (lesson 11 does).
 ///   int main(int argc, char** argv) {
 ///     if (auto rc = distributed::relaunch_with_mpirun(2, argc, argv)) return *rc;

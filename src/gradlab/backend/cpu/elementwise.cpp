@@ -7,6 +7,7 @@
 
 #include "gradlab/backend/cpu/cpu.hpp"
 #include "gradlab/backend/cpu/loops.hpp"
+#include "gradlab/backend/cpu/parallel.hpp"
 #include "gradlab/backend/cpu/vec/vec.hpp"
 #include "gradlab/core/half.hpp"
 
@@ -66,11 +67,15 @@ Tensor unary(Unary op, const Tensor& x_in, double p0, double p1) {
       GRADLAB_CHECK(x.dtype() == kBool, DTypeError, "logical_not", "needs a bool tensor", "bool",
                     to_string(x.dtype()));
       const bool* px = ptr<const bool>(x);
-      for (int64_t i = 0; i < n; ++i) py[i] = !px[i];
+      parallel_elements(n, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) py[i] = !px[i];
+      });
     } else {
       visit_dtype(x.dtype(), "isfinite", [&]<class T>() {
         const T* px = ptr<const T>(x);
-        for (int64_t i = 0; i < n; ++i) py[i] = math::isfinite(px[i]);
+        parallel_elements(n, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) py[i] = math::isfinite(px[i]);
+        });
       });
     }
     return y;
@@ -81,8 +86,13 @@ Tensor unary(Unary op, const Tensor& x_in, double p0, double p1) {
   Tensor y = make_tensor(x.sizes(), x.dtype());
   visit_dtype(x.dtype(), "unary kernel", [&]<class T>() {
     math::visit_unary(op, [&]<class F>() {
-      if constexpr (math::accepts<T>(F::kKind))
-        map_unary<F, T>(ptr<const T>(x), ptr<T>(y), n, math::param<T>(p0), math::param<T>(p1));
+      if constexpr (math::accepts<T>(F::kKind)) {
+        const T* px = ptr<const T>(x);
+        T* py = ptr<T>(y);
+        const T q0 = math::param<T>(p0), q1 = math::param<T>(p1);
+        parallel_elements(
+            n, [&](int64_t b, int64_t e) { map_unary<F, T>(px + b, py + b, e - b, q0, q1); });
+      }
     });
   });
   return y;
@@ -103,11 +113,23 @@ void binary_into(Binary op, const Tensor& a, const Tensor& b, const Tensor& out)
   const bool sa = is_broadcast_scalar(a) && n > 1, sb = is_broadcast_scalar(b) && n > 1;
   Tensor ac = sa ? a : contiguous(a), bc = sb ? b : contiguous(b);
   visit_dtype(a.dtype(), "binary kernel", [&]<class T>() {
+    const T* pa = ptr<const T>(ac);
+    const T* pb = ptr<const T>(bc);
+    // Chunk [b, e): a broadcast single value stays at its one element.
+    auto chunks = [&]<class R>(R* po, auto&& map) {
+      parallel_elements(n, [&](int64_t b, int64_t e) {
+        map(pa + (sa ? 0 : b), pb + (sb ? 0 : b), po + b, e - b);
+      });
+    };
     math::visit_binary(op, [&]<class F>() {
       if constexpr (math::is_comparison(F::kOp))
-        map_binary<F, T, bool>(ptr<const T>(ac), sa, ptr<const T>(bc), sb, ptr<bool>(out), n);
+        chunks(ptr<bool>(out), [&](const T* ca, const T* cb, bool* co, int64_t m) {
+          map_binary<F, T, bool>(ca, sa, cb, sb, co, m);
+        });
       else if constexpr (math::accepts<T>(F::kKind))
-        map_binary<F, T, T>(ptr<const T>(ac), sa, ptr<const T>(bc), sb, ptr<T>(out), n);
+        chunks(ptr<T>(out), [&](const T* ca, const T* cb, T* co, int64_t m) {
+          map_binary<F, T, T>(ca, sa, cb, sb, co, m);
+        });
     });
   });
 }
@@ -134,6 +156,26 @@ void binary_(Binary op, const Tensor& out, const Tensor& b) {
 // ---- copies ---------------------------------------------------------------------------------
 
 namespace {
+
+// for_each_row split over threads: element ranges of one flat row when every operand is
+// contiguous (flat), else whole rows per chunk.
+template <size_t K, class F>
+void parallel_rows(const Shape& shape, const std::array<const Strides*, K>& st, bool flat, F&& f) {
+  if (flat && !shape.empty()) {
+    std::array<int64_t, K> ones;
+    ones.fill(1);
+    parallel_elements(numel_of(shape), [&](int64_t b, int64_t e) {
+      std::array<int64_t, K> off;
+      off.fill(b);
+      f(off, e - b, ones);
+    });
+    return;
+  }
+  const int64_t n = shape.empty() ? 1 : std::max<int64_t>(shape.back(), 1);
+  parallel_for(0, rows_of(shape), std::max<int64_t>(1, kGrain / n),
+               [&](int64_t r0, int64_t r1) { for_each_row_in<K>(shape, st, r0, r1, f); });
+}
+
 // The storage-only dtypes: float16 / bfloat16 and uint8 (no compute kernels, but copies).
 bool is_half(ScalarType t) { return t == kFloat16 || t == kBFloat16 || t == kUInt8; }
 
@@ -164,12 +206,14 @@ void copy_half(const Tensor& dst, const Tensor& src) {
       D* d = ptr<D>(dst);
       const S* s = ptr<const S>(src);
       std::array<const Strides*, 2> st{&dst.strides(), &src.strides()};
-      for_each_row<2>(dst.sizes(), st, [&](const std::array<int64_t, 2>& off, int64_t n,
-                                           const std::array<int64_t, 2>& inner) {
-        int64_t i = 0;
-        if (inner[0] == 1 && inner[1] == 1) i = convert_vec(d + off[0], s + off[1], n);
-        for (; i < n; ++i) d[off[0] + i * inner[0]] = convert<D, S>(s[off[1] + i * inner[1]]);
-      });
+      const bool flat = dst.is_contiguous() && src.is_contiguous();
+      parallel_rows<2>(
+          dst.sizes(), st, flat,
+          [&](const std::array<int64_t, 2>& off, int64_t n, const std::array<int64_t, 2>& inner) {
+            int64_t i = 0;
+            if (inner[0] == 1 && inner[1] == 1) i = convert_vec(d + off[0], s + off[1], n);
+            for (; i < n; ++i) d[off[0] + i * inner[0]] = convert<D, S>(s[off[1] + i * inner[1]]);
+          });
     });
   });
 }
@@ -182,16 +226,18 @@ void copy(const Tensor& dst, const Tensor& src) {
       D* d = ptr<D>(dst);
       const S* s = ptr<const S>(src);
       std::array<const Strides*, 2> st{&dst.strides(), &src.strides()};
-      for_each_row<2>(dst.sizes(), st, [&](const std::array<int64_t, 2>& off, int64_t n,
-                                           const std::array<int64_t, 2>& inner) {
-        D* dp = d + off[0];
-        const S* sp = s + off[1];
-        if (inner[0] == 1 && inner[1] == 1) {
-          for (int64_t i = 0; i < n; ++i) dp[i] = convert<D, S>(sp[i]);
-        } else {
-          for (int64_t i = 0; i < n; ++i) dp[i * inner[0]] = convert<D, S>(sp[i * inner[1]]);
-        }
-      });
+      const bool flat = dst.is_contiguous() && src.is_contiguous();
+      parallel_rows<2>(
+          dst.sizes(), st, flat,
+          [&](const std::array<int64_t, 2>& off, int64_t n, const std::array<int64_t, 2>& inner) {
+            D* dp = d + off[0];
+            const S* sp = s + off[1];
+            if (inner[0] == 1 && inner[1] == 1) {
+              for (int64_t i = 0; i < n; ++i) dp[i] = convert<D, S>(sp[i]);
+            } else {
+              for (int64_t i = 0; i < n; ++i) dp[i * inner[0]] = convert<D, S>(sp[i * inner[1]]);
+            }
+          });
     });
   });
 }
@@ -211,10 +257,11 @@ void fill(const Tensor& dst, const Scalar& v) {
     const T value = std::is_floating_point_v<T> ? static_cast<T>(v.to_double()) : static_cast<T>(v.to_long());
     T* d = ptr<T>(dst);
     std::array<const Strides*, 1> st{&dst.strides()};
-    for_each_row<1>(dst.sizes(), st, [&](const std::array<int64_t, 1>& off, int64_t n,
-                                         const std::array<int64_t, 1>& inner) {
-      for (int64_t i = 0; i < n; ++i) d[off[0] + i * inner[0]] = value;
-    });
+    parallel_rows<1>(
+        dst.sizes(), st, dst.is_contiguous(),
+        [&](const std::array<int64_t, 1>& off, int64_t n, const std::array<int64_t, 1>& inner) {
+          for (int64_t i = 0; i < n; ++i) d[off[0] + i * inner[0]] = value;
+        });
   });
 }
 
@@ -241,7 +288,9 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
     const T* pa = ptr<const T>(ac);
     const T* pb = ptr<const T>(bc);
     T* po = ptr<T>(out);
-    for (int64_t i = 0; i < n; ++i) po[i] = pc[i] ? pa[i] : pb[i];
+    parallel_elements(n, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) po[i] = pc[i] ? pa[i] : pb[i];
+    });
   });
   return out;
 }

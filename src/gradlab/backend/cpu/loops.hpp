@@ -12,12 +12,19 @@
 
 namespace gradlab::cpu {
 
-/// Calls f(offsets, n, inner_strides) for each row of the last dim, where offsets[k] is operand
-/// k's element offset at the row start. Rank 0 is one row of one element.
+/// The number of rows for_each_row visits (1 for rank 0, 0 when empty).
+inline int64_t rows_of(const Shape& shape) {
+  const int64_t numel = numel_of(shape);
+  if (numel == 0) return 0;
+  return shape.empty() ? 1 : numel / shape.back();
+}
+
+/// for_each_row restricted to rows [r0, r1) (a parallel_for chunk of rows_of(shape)).
 template <size_t K, class F>
-void for_each_row(const Shape& shape, const std::array<const Strides*, K>& st, F&& f) {
+void for_each_row_in(const Shape& shape, const std::array<const Strides*, K>& st, int64_t r0,
+                     int64_t r1, F&& f) {
   const size_t rank = shape.size();
-  if (numel_of(shape) == 0) return;
+  if (numel_of(shape) == 0 || r0 >= r1) return;
   std::array<int64_t, K> off{};
   std::array<int64_t, K> inner{};
   if (rank == 0) {
@@ -26,9 +33,14 @@ void for_each_row(const Shape& shape, const std::array<const Strides*, K>& st, F
   }
   const int64_t n = shape.back();
   for (size_t k = 0; k < K; ++k) inner[k] = (*st[k])[rank - 1];
-  const int64_t rows = numel_of(shape) / n;
+  // The multi-index of row r0 over the leading dims (last of them fastest), and its offsets.
   std::vector<int64_t> idx(rank, 0);
-  for (int64_t r = 0; r < rows; ++r) {
+  for (int64_t r = r0, d = static_cast<int64_t>(rank) - 2; d >= 0; --d) {
+    idx[d] = r % shape[d];
+    r /= shape[d];
+    for (size_t k = 0; k < K; ++k) off[k] += idx[d] * (*st[k])[d];
+  }
+  for (int64_t r = r0; r < r1; ++r) {
     f(off, n, inner);
     for (size_t d = rank - 1; d-- > 0;) {
       ++idx[d];
@@ -38,6 +50,13 @@ void for_each_row(const Shape& shape, const std::array<const Strides*, K>& st, F
       idx[d] = 0;
     }
   }
+}
+
+/// Calls f(offsets, n, inner_strides) for each row of the last dim, where offsets[k] is operand
+/// k's element offset at the row start. Rank 0 is one row of one element.
+template <size_t K, class F>
+void for_each_row(const Shape& shape, const std::array<const Strides*, K>& st, F&& f) {
+  for_each_row_in<K>(shape, st, 0, rows_of(shape), f);
 }
 
 template <class T>

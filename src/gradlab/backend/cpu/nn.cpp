@@ -1,13 +1,16 @@
 // Kernels of the fused nn primitives (ops/nn_ops.cpp): linear's bias add and column sum, and
 // cross-entropy on logits (forward: per-row loss and logsumexp; backward: softmax minus the
-// target distribution). Contiguous float32/float64 rows; one pass per row.
+// target distribution). Contiguous float32/float64 rows; one pass per row, rows split over
+// threads (each row's arithmetic is the same on any thread: the bits do not depend on the count).
+
+#include "gradlab/backend/math/nn.hpp"
 
 #include <cmath>
 #include <limits>
 
 #include "gradlab/backend/cpu/cpu.hpp"
 #include "gradlab/backend/cpu/loops.hpp"
-#include "gradlab/backend/math/nn.hpp"
+#include "gradlab/backend/cpu/parallel.hpp"
 
 namespace gradlab::cpu {
 
@@ -44,8 +47,11 @@ void add_bias_rows_(Tensor& out, const Tensor& bias_in) {
   visit_float(out.dtype(), "linear", [&]<class T>() {
     T* o = ptr<T>(out);
     const T* b = ptr<const T>(bias);
-    for (int64_t i = 0; i < M; ++i, o += N)
-      for (int64_t j = 0; j < N; ++j) o[j] += b[j];
+    parallel_for(0, M, std::max<int64_t>(1, kGrain / std::max<int64_t>(N, 1)),
+                 [&](int64_t i0, int64_t i1) {
+                   for (int64_t i = i0; i < i1; ++i)
+                     for (int64_t j = 0; j < N; ++j) o[i * N + j] += b[j];
+                 });
   });
 }
 
@@ -58,11 +64,12 @@ Tensor threshold_backward(const Tensor& grad_in, const Tensor& y_in, double thre
     const T* py = ptr<const T>(y);
     T* d = ptr<T>(dx);
     const T th = static_cast<T>(threshold);
-    const int64_t n = g.numel();
-    for (int64_t i = 0; i < n; ++i) {
-      const T gv = pg[i], yv = py[i];  // both loaded unconditionally: the select vectorizes
-      d[i] = math::threshold_grad(gv, yv, th);
-    }
+    parallel_elements(g.numel(), [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        const T gv = pg[i], yv = py[i];  // both loaded unconditionally: the select vectorizes
+        d[i] = math::threshold_grad(gv, yv, th);
+      }
+    });
   });
   return dx;
 }
@@ -74,9 +81,13 @@ Tensor sum_rows(const Tensor& x_in) {
   visit_float(x.dtype(), "sum", [&]<class T>() {
     const T* p = ptr<const T>(x);
     T* o = ptr<T>(out);
-    for (int64_t j = 0; j < N; ++j) o[j] = T(0);
-    for (int64_t i = 0; i < M; ++i, p += N)
-      for (int64_t j = 0; j < N; ++j) o[j] += p[j];
+    // Columns [j0, j1) per chunk; each column adds its rows in order.
+    parallel_for(0, N, std::max<int64_t>(1, kGrain / std::max<int64_t>(M, 1)),
+                 [&](int64_t j0, int64_t j1) {
+                   for (int64_t j = j0; j < j1; ++j) o[j] = T(0);
+                   for (int64_t i = 0; i < M; ++i)
+                     for (int64_t j = j0; j < j1; ++j) o[j] += p[i * N + j];
+                 });
   });
   return out;
 }
@@ -103,11 +114,15 @@ CrossEntropyForward cross_entropy_forward(const Tensor& logits_in, const Tensor&
     const T* px = ptr<const T>(x);
     T* loss = ptr<T>(r.loss);
     T* lse = ptr<T>(r.lse);
-    for (int64_t i = 0; i < N; ++i, px += C) {
-      const math::CrossEntropyRow<T> row = math::cross_entropy_row(px, 1, C, tp[i], tp[i] == ignore_index, smoothing);
-      lse[i] = row.lse;
-      loss[i] = row.loss;
-    }
+    parallel_for(
+        0, N, std::max<int64_t>(1, kGrain / std::max<int64_t>(C, 1)), [&](int64_t i0, int64_t i1) {
+          for (int64_t i = i0; i < i1; ++i) {
+            const math::CrossEntropyRow<T> row =
+                math::cross_entropy_row(px + i * C, 1, C, tp[i], tp[i] == ignore_index, smoothing);
+            lse[i] = row.lse;
+            loss[i] = row.loss;
+          }
+        });
   });
   return r;
 }
@@ -129,15 +144,21 @@ Tensor cross_entropy_backward(const Tensor& logits_in, const Tensor& lse_in,
     T* d = ptr<T>(dx);
     const T uniform = static_cast<T>(smoothing / static_cast<double>(C));
     const T hit = static_cast<T>(1.0 - smoothing);
-    for (int64_t i = 0; i < N; ++i, px += C, d += C) {
-      if (tp[i] == ignore_index) {
-        for (int64_t c = 0; c < C; ++c) d[c] = T(0);
-        continue;
-      }
-      const T s = per_row ? ps[i] : ps[0];
-      // dloss/dx = softmax(x) - ((1 - ε) onehot(t) + ε / C)
-      for (int64_t c = 0; c < C; ++c) d[c] = math::cross_entropy_grad(px[c], pl[i], c == tp[i], uniform, hit, s);
-    }
+    parallel_for(0, N, std::max<int64_t>(1, kGrain / std::max<int64_t>(C, 1)),
+                 [&](int64_t i0, int64_t i1) {
+                   for (int64_t i = i0; i < i1; ++i) {
+                     const T* xi = px + i * C;
+                     T* di = d + i * C;
+                     if (tp[i] == ignore_index) {
+                       for (int64_t c = 0; c < C; ++c) di[c] = T(0);
+                       continue;
+                     }
+                     const T s = per_row ? ps[i] : ps[0];
+                     // dloss/dx = softmax(x) - ((1 - ε) onehot(t) + ε / C)
+                     for (int64_t c = 0; c < C; ++c)
+                       di[c] = math::cross_entropy_grad(xi[c], pl[i], c == tp[i], uniform, hit, s);
+                   }
+                 });
   });
   return dx;
 }

@@ -1,6 +1,10 @@
 // Reductions. The reduced dims are moved last and made contiguous, so every output element is
 // the reduction of one contiguous row; reducing leading dims of a contiguous tensor (a bias
 // gradient: [N, C] -> [C]) adds whole rows instead, with no copy.
+//
+// Threads: the bits never depend on the thread count. A row longer than kBlock is reduced in
+// fixed blocks of kBlock elements whose partial results are combined left to right, whether the
+// blocks ran on one thread or many; rows (and columns of the leading-dims path) are independent.
 
 #include <algorithm>
 #include <cmath>
@@ -9,6 +13,7 @@
 
 #include "gradlab/backend/cpu/cpu.hpp"
 #include "gradlab/backend/cpu/loops.hpp"
+#include "gradlab/backend/cpu/parallel.hpp"
 
 namespace gradlab::cpu {
 
@@ -31,6 +36,26 @@ Acc<T> row_reduce(Reduce op, const T* p, int64_t n) {
   Acc<T> m = p[0];
   for (int64_t i = 1; i < n; ++i) m = math::reduce_combine<Acc<T>>(op, m, static_cast<Acc<T>>(p[i]));
   return m;
+}
+
+// Elements per block of a long row: fixed, never derived from the thread count.
+constexpr int64_t kBlock = 16384;
+
+// ⊕ over one contiguous row of any length: blocks of kBlock, their results combined in order.
+// One row that is the whole reduction (a full sum) runs its blocks in parallel.
+template <class T>
+Acc<T> blocked_reduce(Reduce op, const T* p, int64_t n) {
+  if (n <= kBlock) return row_reduce<T>(op, p, n);
+  const int64_t blocks = (n + kBlock - 1) / kBlock;
+  std::vector<Acc<T>> part(static_cast<size_t>(blocks));
+  parallel_for(0, blocks, kGrain / kBlock, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b)
+      part[b] = row_reduce<T>(op, p + b * kBlock, std::min(kBlock, n - b * kBlock));
+  });
+  Acc<T> r = part[0];
+  for (int64_t b = 1; b < blocks; ++b)
+    r = op == Reduce::Sum ? r + part[b] : math::reduce_combine<Acc<T>>(op, r, part[b]);
+  return r;
 }
 
 using math::reduce_name;
@@ -89,19 +114,27 @@ Tensor reduce(Reduce op, const Tensor& x, const Dims& dims, bool keepdim) {
       bool leading = x.is_contiguous() && op == Reduce::Sum;
       for (size_t i = 0; i < dims.size() && leading; ++i) leading = dims[i] == static_cast<int64_t>(i);
       if (leading && nout > 1) {
-        std::vector<Acc<T>> acc(nout, 0);
+        // Columns [j0, j1) per chunk, each column summed over r in order.
         const T* p = ptr<const T>(x);
-        for (int64_t r = 0; r < reduced; ++r) {
-          const T* row = p + r * nout;
-          for (int64_t j = 0; j < nout; ++j) acc[j] += row[j];
-        }
-        for (int64_t j = 0; j < nout; ++j) o[j] = static_cast<T>(acc[j]);
+        parallel_for(0, nout, std::max<int64_t>(1, kGrain / std::max<int64_t>(reduced, 1)),
+                     [&](int64_t j0, int64_t j1) {
+                       std::vector<Acc<T>> acc(j1 - j0, 0);
+                       for (int64_t r = 0; r < reduced; ++r) {
+                         const T* row = p + r * nout;
+                         for (int64_t j = j0; j < j1; ++j) acc[j - j0] += row[j];
+                       }
+                       for (int64_t j = j0; j < j1; ++j) o[j] = static_cast<T>(acc[j - j0]);
+                     });
         return;
       }
       Shape kept;
       Tensor xc = move_dims_last(x, dims, kept);
       const T* p = ptr<const T>(xc);
-      for (int64_t j = 0; j < nout; ++j) o[j] = static_cast<T>(row_reduce<T>(op, p + j * reduced, reduced));
+      parallel_for(0, nout, std::max<int64_t>(1, kGrain / std::max<int64_t>(reduced, 1)),
+                   [&](int64_t j0, int64_t j1) {
+                     for (int64_t j = j0; j < j1; ++j)
+                       o[j] = static_cast<T>(blocked_reduce<T>(op, p + j * reduced, reduced));
+                   });
     }
   });
   return out;
@@ -124,19 +157,25 @@ std::pair<Tensor, Tensor> reduce_index(Reduce op, const Tensor& x, int64_t dim, 
     const T* p = ptr<const T>(xc);
     T* v = ptr<T>(values);
     int64_t* ix = ptr<int64_t>(index);
-    for (int64_t j = 0; j < nout; ++j) {
-      const T* row = p + j * n;
-      int64_t best = 0;
-      for (int64_t i = 1; i < n; ++i) {
-        if constexpr (std::is_floating_point_v<T>) {
-          if (row[best] != row[best]) break;  // NaN found first: keep it
-          if (row[i] != row[i]) { best = i; break; }
-        }
-        if (op == Reduce::Max ? row[i] > row[best] : row[i] < row[best]) best = i;
-      }
-      v[j] = row[best];
-      ix[j] = best;
-    }
+    parallel_for(0, nout, std::max<int64_t>(1, kGrain / std::max<int64_t>(n, 1)),
+                 [&](int64_t j0, int64_t j1) {
+                   for (int64_t j = j0; j < j1; ++j) {
+                     const T* row = p + j * n;
+                     int64_t best = 0;
+                     for (int64_t i = 1; i < n; ++i) {
+                       if constexpr (std::is_floating_point_v<T>) {
+                         if (row[best] != row[best]) break;  // NaN found first: keep it
+                         if (row[i] != row[i]) {
+                           best = i;
+                           break;
+                         }
+                       }
+                       if (op == Reduce::Max ? row[i] > row[best] : row[i] < row[best]) best = i;
+                     }
+                     v[j] = row[best];
+                     ix[j] = best;
+                   }
+                 });
   });
   return {values, index};
 }

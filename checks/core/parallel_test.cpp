@@ -1,0 +1,195 @@
+// Intra-op threads: the thread count (set_num_threads, the environment) and parallel_for
+// (chunks cover the range once, nested calls run serially, exceptions reach the caller).
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <array>
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "gradlab/backend/cpu/parallel.hpp"
+#include "gradlab/gradlab.hpp"
+
+namespace gradlab {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct ThreadsGuard {
+  int saved = get_num_threads();
+  ~ThreadsGuard() { set_num_threads(saved); }
+};
+
+TEST(Threads, EnvironmentPicksTheCount) {
+  std::string w;
+  EXPECT_EQ(detail::num_threads_from_env(nullptr, nullptr, 6, w), 6);  // default: the cores
+  EXPECT_EQ(w, "");
+  EXPECT_EQ(detail::num_threads_from_env("3", nullptr, 6, w), 3);
+  EXPECT_EQ(detail::num_threads_from_env(nullptr, "5", 6, w), 5);
+  EXPECT_EQ(detail::num_threads_from_env("2", "5", 6, w), 2);   // GRADLAB_ first
+  EXPECT_EQ(detail::num_threads_from_env(nullptr, "4,2", 6, w), 4);  // OpenMP's nested list
+  EXPECT_EQ(detail::num_threads_from_env("", "5", 6, w), 5);    // empty: unset
+  EXPECT_EQ(w, "");
+}
+
+TEST(Threads, BadEnvironmentValuesWarnAndUseTheCores) {
+  for (const char* bad : {"0", "-2", "two", "3x", "1.5", "99999999999", "4,2"}) {
+    std::string w;
+    EXPECT_EQ(detail::num_threads_from_env(bad, nullptr, 6, w), 6) << bad;
+    EXPECT_THAT(w, HasSubstr(std::string("ignoring GRADLAB_NUM_THREADS='") + bad + "'"));
+    EXPECT_THAT(w, HasSubstr("expected a positive integer"));
+    EXPECT_THAT(w, HasSubstr("using 6 threads"));
+  }
+  std::string w;
+  EXPECT_EQ(detail::num_threads_from_env(nullptr, "abc", 3, w), 3);
+  EXPECT_THAT(w, HasSubstr("ignoring OMP_NUM_THREADS='abc'"));
+}
+
+// Run by StartupReadsTheEnvironment in a child process (disabled in a normal run).
+TEST(Threads, DISABLED_PrintCount) { std::printf("count=%d\n", get_num_threads()); }
+
+// What this test binary prints (stdout and stderr) when started with `env` in front.
+std::string run_self(const std::string& env) {
+  // NOTE: resolved here: inside the command, /proc/self/exe would be the shell's.
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  const std::string cmd = "env -u GRADLAB_NUM_THREADS -u OMP_NUM_THREADS " + env + " '" + self +
+                          "' --gtest_also_run_disabled_tests"
+                          " --gtest_filter=Threads.DISABLED_PrintCount 2>&1";
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return out;
+  std::array<char, 256> buf;
+  while (std::fgets(buf.data(), buf.size(), p) != nullptr) out += buf.data();
+  pclose(p);
+  return out;
+}
+
+TEST(Threads, StartupReadsTheEnvironment) {
+  const std::string cores = "count=" + std::to_string(detail::available_cores()) + "\n";
+  EXPECT_THAT(run_self(""), HasSubstr(cores));
+  EXPECT_THAT(run_self("GRADLAB_NUM_THREADS=3"), HasSubstr("count=3\n"));
+  EXPECT_THAT(run_self("OMP_NUM_THREADS=5"), HasSubstr("count=5\n"));
+  EXPECT_THAT(run_self("GRADLAB_NUM_THREADS=2 OMP_NUM_THREADS=5"), HasSubstr("count=2\n"));
+  const std::string bad = run_self("GRADLAB_NUM_THREADS=lots");
+  EXPECT_THAT(bad, HasSubstr("gradlab: ignoring GRADLAB_NUM_THREADS='lots'; expected a positive integer"));
+  EXPECT_THAT(bad, HasSubstr(cores));
+}
+
+TEST(Threads, AvailableCoresIsPositive) { EXPECT_GE(detail::available_cores(), 1); }
+
+TEST(Threads, SetNumThreadsRejectsNonPositive) {
+  ThreadsGuard guard;
+  set_num_threads(3);
+  EXPECT_EQ(get_num_threads(), 3);
+  for (int bad : {0, -1}) {
+    try {
+      set_num_threads(bad);
+      ADD_FAILURE() << "no exception for " << bad;
+    } catch (const ValueError& e) {
+      EXPECT_THAT(e.what(), HasSubstr("set_num_threads: the thread count must be positive"));
+      EXPECT_THAT(e.what(), HasSubstr("expected n >= 1, got " + std::to_string(bad)));
+    }
+  }
+  EXPECT_EQ(get_num_threads(), 3);
+}
+
+TEST(ParallelFor, ChunksCoverTheRangeOnceAndRespectTheGrain) {
+  ThreadsGuard guard;
+  for (int t : {1, 2, 3, 8}) {
+    set_num_threads(t);
+    for (int64_t n : {0, 1, 99, 100, 101, 1000, 12345}) {
+      std::vector<std::atomic<int>> hits(static_cast<size_t>(n) + 1);
+      std::atomic<int> chunks{0};
+      std::atomic<int64_t> smallest{n};
+      cpu::parallel_for(1, n + 1, 100, [&](int64_t b, int64_t e) {
+        ++chunks;
+        int64_t s = smallest.load();
+        while (e - b < s && !smallest.compare_exchange_weak(s, e - b)) {
+        }
+        for (int64_t i = b; i < e; ++i) ++hits[i];
+      });
+      for (int64_t i = 1; i <= n; ++i) ASSERT_EQ(hits[i], 1) << "t=" << t << " n=" << n << " i=" << i;
+      EXPECT_LE(chunks, t);
+      if (chunks > 1) {
+        EXPECT_GE(smallest.load(), 100) << "t=" << t << " n=" << n;
+      }
+      if (n < 200) {
+        EXPECT_LE(chunks, 1);
+      }
+    }
+  }
+}
+
+TEST(ParallelFor, NestedCallsRunSerially) {
+  ThreadsGuard guard;
+  set_num_threads(4);
+  EXPECT_FALSE(cpu::in_parallel_region());
+  std::atomic<int> inner_chunks{0}, outer_chunks{0};
+  cpu::parallel_for(0, 4, 1, [&](int64_t, int64_t) {
+    ++outer_chunks;
+    EXPECT_TRUE(cpu::in_parallel_region());
+    cpu::parallel_for(0, 1000, 1, [&](int64_t b, int64_t e) {
+      ++inner_chunks;
+      EXPECT_EQ(b, 0);
+      EXPECT_EQ(e, 1000);
+    });
+  });
+  EXPECT_EQ(outer_chunks, 4);
+  EXPECT_EQ(inner_chunks, 4);  // one whole-range chunk per outer chunk
+  EXPECT_FALSE(cpu::in_parallel_region());
+}
+
+TEST(ParallelFor, AnExceptionInAChunkReachesTheCaller) {
+  ThreadsGuard guard;
+  set_num_threads(4);
+  for (int rep = 0; rep < 20; ++rep) {
+    try {
+      cpu::parallel_for(0, 400, 1, [&](int64_t b, int64_t) {
+        if (b >= 200) throw ValueError("chunk " + std::to_string(b));
+      });
+      ADD_FAILURE() << "no exception";
+    } catch (const ValueError& e) {
+      EXPECT_THAT(e.what(), HasSubstr("chunk "));
+    }
+  }
+  // The pool still works afterwards, and so does a whole op.
+  std::atomic<int64_t> total{0};
+  cpu::parallel_for(0, 400, 1, [&](int64_t b, int64_t e) { total += e - b; });
+  EXPECT_EQ(total, 400);
+  EXPECT_EQ(sum(ones({300000})).item<float>(), 300000.0f);
+}
+
+TEST(ParallelFor, CallsFromSeveralThreadsAtOnceAllComplete) {
+  ThreadsGuard guard;
+  set_num_threads(3);
+  std::vector<std::thread> users;
+  std::atomic<int64_t> total{0};
+  for (int u = 0; u < 4; ++u)
+    users.emplace_back([&] {
+      for (int rep = 0; rep < 200; ++rep)
+        cpu::parallel_for(0, 1000, 10, [&](int64_t b, int64_t e) { total += e - b; });
+    });
+  for (auto& th : users) th.join();
+  EXPECT_EQ(total, 4 * 200 * 1000);
+}
+
+TEST(ParallelFor, LargeOpsMatchTheirOneThreadResults) {
+  ThreadsGuard guard;
+  manual_seed(3);
+  const Tensor x = randn({300, 400});
+  set_num_threads(1);
+  const Tensor e1 = exp(x), c1 = x.t().contiguous(), s1 = sum(x, {1}), m1 = std::get<1>(x.max(1));
+  set_num_threads(2);
+  EXPECT_TRUE(equal(exp(x), e1));
+  EXPECT_TRUE(equal(x.t().contiguous(), c1));
+  EXPECT_TRUE(equal(sum(x, {1}), s1));
+  EXPECT_TRUE(equal(std::get<1>(x.max(1)), m1));
+}
+
+}  // namespace
+}  // namespace gradlab

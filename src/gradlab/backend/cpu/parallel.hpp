@@ -1,0 +1,71 @@
+#pragma once
+// parallel_for: the one way a CPU kernel uses more than one thread. A small pool of its own
+// (std::thread), not OpenMP: the caller runs chunks too, nested calls and calls from a second
+// thread while the pool is busy run serially (no oversubscription, no deadlock), an exception
+// thrown in a chunk reaches the caller, and a forked child (an MPI relaunch) runs serially
+// instead of waiting on threads it does not have. bench/bench_threads.cpp measures its overhead.
+//
+// BLAS: kernels never call BLAS inside parallel_for. A BLAS call uses OpenBLAS's own threads
+// (OPENBLAS_NUM_THREADS, or set_num_threads); gradlab's pool sleeps meanwhile, so the two never
+// run at once. NOTE: a chunk that called BLAS would share OpenBLAS's one server with the other
+// chunks (OpenBLAS serializes such calls), so keep BLAS outside.
+//
+// Bits: parallel_for only decides who runs which chunk. A kernel whose result could depend on
+// where the chunks split (a sum) must fix its blocks itself (reduce.cpp); elementwise kernels
+// split at multiples of kAlign so every element takes the same SIMD or scalar path for any count.
+
+#include <algorithm>
+#include <cstdint>
+
+#include "gradlab/core/parallel.hpp"
+
+namespace gradlab::cpu {
+
+/// Elements below which an elementwise op stays on one thread (PyTorch's GRAIN_SIZE).
+inline constexpr int64_t kGrain = 32768;
+/// Chunk boundaries of elementwise ops are multiples of this (any SIMD width up to 64 lanes).
+inline constexpr int64_t kAlign = 64;
+
+/// True on a thread that is running a chunk of parallel_for (there, parallel_for is serial).
+bool in_parallel_region();
+
+namespace detail {
+/// A non-owning reference to a callable f(chunk_index).
+struct ChunkFn {
+  void* obj;
+  void (*call)(void*, int64_t);
+};
+/// Runs fn(0 .. nchunks-1) on up to `threads` threads (the caller one of them); rethrows the
+/// first exception a chunk threw.
+void run_chunks(int64_t nchunks, int threads, ChunkFn fn);
+}  // namespace detail
+
+/// f(chunk_begin, chunk_end) over [begin, end) split into at most get_num_threads() chunks of at
+/// least `grain` items each (one chunk, on the calling thread, when the range is that small, when
+/// one thread is set, or inside another parallel_for).
+template <class F>
+void parallel_for(int64_t begin, int64_t end, int64_t grain, F&& f) {
+  const int64_t n = end - begin;
+  if (n <= 0) return;
+  const int threads = get_num_threads();
+  const int64_t want = std::min<int64_t>(threads, n / std::max<int64_t>(grain, 1));
+  if (want <= 1 || in_parallel_region()) {
+    f(begin, end);
+    return;
+  }
+  // Chunk k: [begin + k n / want, begin + (k + 1) n / want): sizes differ by at most one.
+  auto chunk = [&](int64_t k) { f(begin + k * n / want, begin + (k + 1) * n / want); };
+  detail::run_chunks(want, threads,
+                     {&chunk, [](void* o, int64_t k) { (*static_cast<decltype(chunk)*>(o))(k); }});
+}
+
+/// parallel_for over the elements [0, n) of an elementwise op: grain kGrain, boundaries at
+/// multiples of kAlign.
+template <class F>
+void parallel_elements(int64_t n, F&& f) {
+  const int64_t blocks = (n + kAlign - 1) / kAlign;
+  parallel_for(0, blocks, kGrain / kAlign,
+               [&](int64_t b0, int64_t b1) { f(b0 * kAlign, std::min(n, b1 * kAlign)); });
+}
+
+}  // namespace gradlab::cpu
