@@ -76,7 +76,7 @@ struct Conv2dGeom {
   int64_t N = 0, C = 0, H = 0, W = 0, O = 0, oh = 0, ow = 0, groups = 1;
   Window2d win;
 };
-// The fast path of conv2d / conv_transpose2d (per image: blocked im2col into a cached workspace,
+// The fast path of conv2d / conv_transpose2d (per image: im2col into a cached workspace,
 // then one BLAS GEMM per group). CPU, float32 / float64, contiguous results.
 /// y = conv(x, weight) (+ bias[o] when defined).
 Tensor conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dGeom& g);
