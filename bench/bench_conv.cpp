@@ -1,18 +1,19 @@
-// Convolution: gradlab's fast path (im2col + GEMM per image, backend/cpu/conv_gemm.cpp) against
-// the readable reference (unfold + matmul + fold, set_conv_reference(true)) in the same run, with
-// a raw sgemm of the same FLOPs as the baseline, and oneDNN's primitives as the candidate peer
-// (rows .../onednn, only when CMake found oneDNN: Debian libdnnl-dev).
+// Convolution, float32: gradlab's fast path through oneDNN (backend/cpu/conv_onednn.cpp, when the
+// build found Debian libdnnl-dev) and through im2col + GEMM per image (conv_gemm.cpp, what
+// float64 and builds without oneDNN run), against the readable reference (unfold + matmul +
+// fold, set_conv_reference(true)) in the same run, with a raw sgemm of the same FLOPs as the
+// baseline and oneDNN's primitives called directly (onednn_raw: what the integration costs).
 //
 //   cnn_step/sgemm_same_flops   raw cblas_sgemm 576x576x576 (2*576^3 = 382 MFLOP = the convs +
 //                               linear of one CNN step: forward, and dx / dweight where needed)
-//   cnn_step/fast | reference   one SGD step of the CNN: conv 3x3 1->16 (pad 1), relu,
+//   cnn_step/<path>             one SGD step of the CNN: conv 3x3 1->16 (pad 1), relu,
 //                               max-pool 2, conv 3x3 16->32, relu, max-pool 2, linear 1568->10;
 //                               batch 64 of 28x28, float32. Counter: minor page faults per step.
 //   conv1|conv2|deconv/<path>   one layer: forward + backward (input and weight gradient) with a
 //                               fixed upstream gradient. conv1 [64,1,28,28] 3x3 ->16, conv2
 //                               [64,16,14,14] 3x3 ->32 (pad 1), deconv (DCGAN-like
 //                               ConvTranspose2d 4x4 stride 2 pad 1) [64,64,8,8] -> [64,32,16,16].
-//                               onednn = forward + backward-data + backward-weights primitives
+//                               onednn_raw = forward + backward-data + backward-weights primitives
 //                               (built once, cached), blocked layouts chosen by oneDNN ("any")
 //                               plus the reorders from / to gradlab's NCHW that an integration
 //                               would pay per call.
@@ -26,6 +27,8 @@
 
 #include <gradlab/gradlab.hpp>
 #include <vector>
+
+#include "gradlab/backend/cpu/conv_onednn.hpp"
 
 #if GRADLAB_BENCH_DNNL
 #include <dnnl.hpp>
@@ -41,10 +44,17 @@ long minor_faults() {
   return u.ru_minflt;
 }
 
+// The path under test: reference, or the fast path with or without oneDNN (float32).
+enum class Path { Reference, Gemm, OneDnn };
 struct PathGuard {
-  bool before = gl::conv_reference();
-  explicit PathGuard(bool reference) { gl::set_conv_reference(reference); }
-  ~PathGuard() { gl::set_conv_reference(before); }
+  bool ref_before = gl::conv_reference(), dnnl_before;
+  explicit PathGuard(Path p) : dnnl_before(gl::cpu::onednn::set_enabled(p == Path::OneDnn)) {
+    gl::set_conv_reference(p == Path::Reference);
+  }
+  ~PathGuard() {
+    gl::set_conv_reference(ref_before);
+    gl::cpu::onednn::set_enabled(dnnl_before);
+  }
 };
 
 // ---- the CNN step ------------------------------------------------------------------------------
@@ -65,8 +75,8 @@ struct CnnImpl : gl::nn::Module {
   }
 };
 
-void cnn_step(benchmark::State& state, bool reference) {
-  PathGuard path(reference);
+void cnn_step(benchmark::State& state, Path p) {
+  PathGuard path(p);
   gl::manual_seed(0);
   auto model = std::make_shared<CnnImpl>();
   gl::optim::SGD opt(model->parameters(), gl::optim::SGDOptions(0.01));
@@ -108,8 +118,8 @@ const Layer kConv1{64, 1, 28, 28, 16, 3, 1, 1, false};
 const Layer kConv2{64, 16, 14, 14, 32, 3, 1, 1, false};
 const Layer kDeconv{64, 64, 8, 8, 32, 4, 2, 1, true};
 
-void gradlab_layer(benchmark::State& state, const Layer& l, bool reference) {
-  PathGuard path(reference);
+void gradlab_layer(benchmark::State& state, const Layer& l, Path p) {
+  PathGuard path(p);
   gl::manual_seed(0);
   gl::Tensor x = gl::randn({l.N, l.C, l.H, l.W}).requires_grad_();
   gl::Tensor w = (l.transposed ? gl::randn({l.C, l.O, l.k, l.k}) : gl::randn({l.O, l.C, l.k, l.k}))
@@ -221,22 +231,26 @@ void onednn_layer(benchmark::State& state, const Layer& l) {
 #endif
 
 void register_all() {
-  benchmark::RegisterBenchmark("cnn_step/sgemm_same_flops", sgemm_same_flops)
-      ->Unit(benchmark::kMillisecond);
-  benchmark::RegisterBenchmark("cnn_step/fast", cnn_step, false)->Unit(benchmark::kMillisecond);
-  benchmark::RegisterBenchmark("cnn_step/reference", cnn_step, true)->Unit(benchmark::kMillisecond);
+  const auto ms = benchmark::kMillisecond;
+  benchmark::RegisterBenchmark("cnn_step/sgemm_same_flops", sgemm_same_flops)->Unit(ms);
+  if (gl::cpu::onednn::built())
+    benchmark::RegisterBenchmark("cnn_step/gradlab_onednn", cnn_step, Path::OneDnn)->Unit(ms);
+  benchmark::RegisterBenchmark("cnn_step/gradlab_gemm", cnn_step, Path::Gemm)->Unit(ms);
+  benchmark::RegisterBenchmark("cnn_step/reference", cnn_step, Path::Reference)->Unit(ms);
   const std::pair<const char*, const Layer*> layers[] = {
       {"conv1", &kConv1}, {"conv2", &kConv2}, {"deconv", &kDeconv}};
   for (const auto& [name, l] : layers) {
     const std::string n(name);
 #if GRADLAB_BENCH_DNNL
-    benchmark::RegisterBenchmark((n + "/onednn").c_str(), onednn_layer, *l)
-        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark((n + "/onednn_raw").c_str(), onednn_layer, *l)->Unit(ms);
 #endif
-    benchmark::RegisterBenchmark((n + "/fast").c_str(), gradlab_layer, *l, false)
-        ->Unit(benchmark::kMillisecond);
-    benchmark::RegisterBenchmark((n + "/reference").c_str(), gradlab_layer, *l, true)
-        ->Unit(benchmark::kMillisecond);
+    if (gl::cpu::onednn::built())
+      benchmark::RegisterBenchmark((n + "/gradlab_onednn").c_str(), gradlab_layer, *l, Path::OneDnn)
+          ->Unit(ms);
+    benchmark::RegisterBenchmark((n + "/gradlab_gemm").c_str(), gradlab_layer, *l, Path::Gemm)
+        ->Unit(ms);
+    benchmark::RegisterBenchmark((n + "/reference").c_str(), gradlab_layer, *l, Path::Reference)
+        ->Unit(ms);
   }
 }
 

@@ -2,6 +2,7 @@
 // reference (unfold + matmul + fold, forced by set_conv_reference(true)) over random shapes:
 // N, C_in, C_out, H, W, kernel, stride, padding, dilation (and groups, output_padding for
 // conv_transpose2d). Forward, input, weight and bias gradients for one random upstream gradient.
+// float32 runs twice: through oneDNN (when the build found it) and through the GEMM path.
 // Tolerances: float64 |fast - ref| <= 1e-12 (1 + |ref|); float32 <= 1e-4 (1 + |ref|) — the two
 // paths sum the same products in different orders (BLAS blocking), so float32 differs in the last
 // bits, never more than a few ulps of the largest partial sum (values here are O(10) at most).
@@ -15,12 +16,20 @@
 #include <string>
 #include <vector>
 
+#include "gradlab/backend/cpu/conv_onednn.hpp"
 #include "gradlab/gradlab.hpp"
 #include "gradlab/testing/gradcheck.hpp"
 
 namespace {
 
 using namespace gradlab;
+
+// cpu::onednn::set_enabled(on) for one scope.
+struct OneDnn {
+  bool before;
+  explicit OneDnn(bool on) : before(cpu::onednn::set_enabled(on)) {}
+  ~OneDnn() { cpu::onednn::set_enabled(before); }
+};
 
 // set_conv_reference(on) for one scope.
 struct ConvPath {
@@ -46,11 +55,12 @@ struct Case {
 // small: sizes for a full-Jacobian gradcheck (at most 2 images, channels per group, groups).
 Case draw_case(bool transposed, bool small = false) {
   Case c{};
-  const int64_t m = small ? 3 : 4, extra = small ? 3 : 7;
+  // Channels per group reach 6: oneDNN takes 4 or more (conv_onednn.hpp), the GEMM path fewer.
+  const int64_t m = small ? 3 : 4, ch = small ? 3 : 7, extra = small ? 3 : 7;
   c.N = *rc::gen::inRange<int64_t>(1, m);
   c.groups = transposed ? *rc::gen::inRange<int64_t>(1, m) : 1;
-  c.Cg = *rc::gen::inRange<int64_t>(1, m);
-  c.Og = *rc::gen::inRange<int64_t>(1, m + 1);
+  c.Cg = *rc::gen::inRange<int64_t>(1, ch);
+  c.Og = *rc::gen::inRange<int64_t>(1, ch);
   c.kh = *rc::gen::inRange<int64_t>(1, 5);
   c.kw = *rc::gen::inRange<int64_t>(1, 5);
   c.sh = *rc::gen::inRange<int64_t>(1, 4);
@@ -115,13 +125,17 @@ std::string compare(const char* what, const std::vector<double>& a, const std::v
 
 void fast_matches_reference(bool transposed) {
   const Case c = draw_case(transposed);
-  for (ScalarType dt : {kFloat64, kFloat32}) {
+  // float64: the GEMM path; float32: oneDNN (when built with it) and the GEMM path.
+  for (auto [dt, onednn] : {std::pair{kFloat64, false}, {kFloat32, true}, {kFloat32, false}}) {
+    if (onednn && !cpu::onednn::built()) continue;
     const double tol = dt == kFloat64 ? 1e-12 : 1e-4;
+    OneDnn path(onednn);
     const Result f = run(c, transposed, dt, false), r = run(c, transposed, dt, true);
     for (const std::string& bad :
          {compare("y", f.y, r.y, tol), compare("dx", f.dx, r.dx, tol),
           compare("dweight", f.dw, r.dw, tol), compare("dbias", f.db, r.db, tol)}) {
-      if (!bad.empty()) RC_FAIL(to_string(dt) + " " + c.str() + ": " + bad);
+      if (!bad.empty())
+        RC_FAIL(to_string(dt) + (onednn ? " (oneDNN) " : " (GEMM) ") + c.str() + ": " + bad);
     }
   }
 }

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <vector>
 
+#include "gradlab/backend/cpu/conv_onednn.hpp"
 #include "gradlab/backend/cpu/cpu.hpp"
 #include "gradlab/backend/cpu/loops.hpp"
 
@@ -128,6 +129,8 @@ void on_float(const Tensor& t, const char* op, F&& f) {
 
 Tensor conv2d_forward(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in,
                       const Conv2dGeom& g) {
+  if (onednn::usable(g, x_in.dtype()))
+    if (Tensor r = onednn::forward(x_in, w_in, b_in, g); r.defined()) return r;
   const Tensor x = contiguous(x_in), wt = contiguous(w_in);
   const Tensor b = b_in.defined() ? contiguous(b_in) : Tensor();
   Tensor y = make_tensor({g.N, g.O, g.oh, g.ow}, x.dtype());
@@ -162,6 +165,8 @@ Tensor conv2d_forward(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in
 
 Tensor conv2d_backward_input(const Tensor& dy_in, const Tensor& w_in, const Tensor& b_in,
                              const Conv2dGeom& g) {
+  if (onednn::usable(g, dy_in.dtype()))
+    if (Tensor r = onednn::backward_input(dy_in, w_in, b_in, g); r.defined()) return r;
   const Tensor dy = contiguous(dy_in), wt = contiguous(w_in);
   const Tensor b = b_in.defined() ? contiguous(b_in) : Tensor();
   Tensor dx = make_tensor({g.N, g.C, g.H, g.W}, dy.dtype());
@@ -199,6 +204,8 @@ Tensor conv2d_backward_input(const Tensor& dy_in, const Tensor& w_in, const Tens
 }
 
 Tensor conv2d_backward_weight(const Tensor& x_in, const Tensor& dy_in, const Conv2dGeom& g) {
+  if (onednn::usable(g, x_in.dtype()))
+    if (Tensor r = onednn::backward_weight(x_in, dy_in, g); r.defined()) return r;
   const Tensor x = contiguous(x_in), dy = contiguous(dy_in);
   const Window2d& w = g.win;
   const int64_t Cg = g.C / g.groups, Og = g.O / g.groups, K = Cg * w.kh * w.kw, L = g.oh * g.ow;
