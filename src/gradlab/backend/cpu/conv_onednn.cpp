@@ -37,10 +37,14 @@ dnnl::engine& engine() {
 enum class Dir : int64_t { Forward, BackwardData, BackwardWeights };
 
 // One cached primitive: its argument descriptors in oneDNN's layouts, and the plain ones.
+// The buffers in oneDNN's layouts are allocated once here and reused by every call (no new pages
+// per step); `mu` serializes two threads running the same shape.
 struct Entry {
   dnnl::primitive prim;
   memory::desc a, b, out;  // the primitive's layouts (src/diff_dst, weights/src, result)
   memory::desc a_plain, b_plain, out_plain;
+  memory ma, mb, mo;  // buffers in those layouts (used where they differ from the plain ones)
+  std::mutex mu;
 };
 
 using Key = std::array<int64_t, 19>;
@@ -68,7 +72,7 @@ Key key_of(Dir dir, const Conv2dGeom& g, bool bias) {
           0};
 }
 
-std::shared_ptr<const Entry> build(Dir dir, const Conv2dGeom& g, bool bias) {
+std::shared_ptr<Entry> build(Dir dir, const Conv2dGeom& g, bool bias) {
   using namespace dnnl;
   const Window2d& w = g.win;
   const auto f32 = memory::data_type::f32;
@@ -115,17 +119,18 @@ std::shared_ptr<const Entry> build(Dir dir, const Conv2dGeom& g, bool bias) {
       break;
     }
   }
+  e->ma = memory(e->a, engine()), e->mb = memory(e->b, engine()), e->mo = memory(e->out, engine());
   return e;
 }
 
-std::shared_ptr<const Entry> cached(Dir dir, const Conv2dGeom& g, bool bias) {
+std::shared_ptr<Entry> cached(Dir dir, const Conv2dGeom& g, bool bias) {
   static std::mutex mu;
-  static std::map<Key, std::shared_ptr<const Entry>> cache;
+  static std::map<Key, std::shared_ptr<Entry>> cache;
   const Key k = key_of(dir, g, bias);
   std::lock_guard<std::mutex> lock(mu);
   auto it = cache.find(k);
   if (it != cache.end()) return it->second;
-  std::shared_ptr<const Entry> e;
+  std::shared_ptr<Entry> e;
   try {
     e = build(dir, g, bias);
   } catch (const dnnl::error&) {
@@ -134,29 +139,30 @@ std::shared_ptr<const Entry> cached(Dir dir, const Conv2dGeom& g, bool bias) {
   return cache.emplace(k, e).first->second;
 }
 
-// `plain` memory over p, or a reordered copy in `want`'s layout when they differ.
-memory in_layout(const memory::desc& plain, const memory::desc& want, void* p, dnnl::stream& st) {
+// `plain` memory over p, or its reordered copy in `buf` when the layouts differ.
+memory in_layout(const memory::desc& plain, memory buf, void* p, dnnl::stream& st) {
   memory m(plain, engine(), p);
-  if (plain == want) return m;
-  memory r(want, engine());
-  dnnl::reorder(m, r).execute(st, m, r);
-  return r;
+  if (plain == buf.get_desc()) return m;
+  dnnl::reorder(m, buf).execute(st, m, buf);
+  return buf;
 }
 
 // Runs one cached primitive: a and b read from gradlab tensors, the result written to out.
-void run(const Entry& e, int arg_a, const Tensor& a, int arg_b, const Tensor& b, int arg_out,
+void run(Entry& e, int arg_a, const Tensor& a, int arg_b, const Tensor& b, int arg_out,
          const Tensor& out, const Tensor& bias) {
+  std::lock_guard<std::mutex> lock(e.mu);
   dnnl::stream st(engine());
-  memory ma = in_layout(e.a_plain, e.a, const_cast<float*>(ptr<const float>(a)), st);
-  memory mb = in_layout(e.b_plain, e.b, const_cast<float*>(ptr<const float>(b)), st);
+  memory ma = in_layout(e.a_plain, e.ma, const_cast<float*>(ptr<const float>(a)), st);
+  memory mb = in_layout(e.b_plain, e.mb, const_cast<float*>(ptr<const float>(b)), st);
   memory plain_out(e.out_plain, engine(), ptr<float>(out));
-  memory mo = e.out == e.out_plain ? plain_out : memory(e.out, engine());
+  const bool direct = e.out == e.out_plain;
+  memory mo = direct ? plain_out : e.mo;
   std::unordered_map<int, memory> args{{arg_a, ma}, {arg_b, mb}, {arg_out, mo}};
   if (bias.defined())
     args.emplace(DNNL_ARG_BIAS, memory(memory::desc({bias.numel()}, memory::data_type::f32, tag::x),
                                        engine(), const_cast<float*>(ptr<const float>(bias))));
   e.prim.execute(st, args);
-  if (!(e.out == e.out_plain)) dnnl::reorder(mo, plain_out).execute(st, mo, plain_out);
+  if (!direct) dnnl::reorder(mo, plain_out).execute(st, mo, plain_out);
   st.wait();
 }
 
