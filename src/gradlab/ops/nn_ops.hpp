@@ -65,9 +65,9 @@ Tensor fold(const Tensor& input, IntPair output_size, IntPair kernel_size, IntPa
             IntPair padding = 0, IntPair stride = 1, Site site = {});
 
 /// 2-D convolution (cross-correlation, as in PyTorch): input [N, C, H, W] (or [C, H, W]),
-/// weight [O, C, kh, kw], bias [O] -> [N, O, oh, ow]. On the CPU in float32 / float64: im2col +
-/// one GEMM per image (the fast path); otherwise, or under set_conv_reference(true), the readable
-/// reference weight @ unfold(input).
+/// weight [O, C, kh, kw], bias [O] -> [N, O, oh, ow]. On the CPU in float32 / float64 a fast path
+/// (oneDNN for float32 when the build found it, else im2col + one GEMM per image); otherwise, or
+/// under set_conv_reference(true), the readable reference weight @ unfold(input).
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {},
               IntPair stride = 1, IntPair padding = 0, IntPair dilation = 1, Site site = {});
 
@@ -81,8 +81,8 @@ Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor&
                         int64_t groups = 1, IntPair dilation = 1, Site site = {});
 
 /// Sends conv2d and conv_transpose2d to the readable reference (unfold + matmul + fold) instead of
-/// the CPU fast path (im2col + GEMM per image, cached workspace). Starts on when the environment
-/// sets GRADLAB_CONV_REFERENCE=1. Process-wide; the checks compare the two paths through it.
+/// the CPU fast path (oneDNN or im2col + GEMM). Starts on when the environment sets
+/// GRADLAB_CONV_REFERENCE=1. Process-wide; the checks compare the paths through it.
 void set_conv_reference(bool on);
 /// Whether conv2d / conv_transpose2d use the reference path (see set_conv_reference).
 bool conv_reference();

@@ -76,8 +76,9 @@ struct Conv2dGeom {
   int64_t N = 0, C = 0, H = 0, W = 0, O = 0, oh = 0, ow = 0, groups = 1;
   Window2d win;
 };
-// The fast path of conv2d / conv_transpose2d (per image: im2col into a cached workspace,
-// then one BLAS GEMM per group). CPU, float32 / float64, contiguous results.
+// The fast path of conv2d / conv_transpose2d (conv_gemm.cpp: per image, im2col into a cached
+// workspace, then one BLAS GEMM per group; float32 through oneDNN where conv_onednn.hpp says).
+// CPU, float32 / float64, contiguous results.
 /// y = conv(x, weight) (+ bias[o] when defined).
 Tensor conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dGeom& g);
 /// dx = the adjoint of conv in x, applied to dy (+ bias[c] when defined): conv_transpose2d.

@@ -84,14 +84,16 @@ struct MaxPool2d : BuiltinOp<MaxPool2d> {
 // It is linear in x and in W, so with <·,·> the sum of products:
 //   <dy, A(x, W)> = <A*(dy, W), x> = <B(x, dy), W>
 // where A* (backward input, = conv_transpose2d) and B (backward weight) are the kernels of
-// backend/cpu/conv_gemm.cpp. The readable reference (unfold + matmul + fold) is their oracle.
+// backend/cpu/conv_gemm.cpp (float32 through conv_onednn.cpp where it applies). The readable
+// reference (unfold + matmul + fold) is their oracle.
 
 // y = A(x, W) + b      dx = A*(dy, W)   dW = B(x, dy)   db = Σ_{n,y,x} dy
 struct ConvForward : BuiltinOp<ConvForward> {
   static constexpr const char* kName = "ConvolutionBackward0";
   static constexpr Formula kFormula = kNoFormula;
   static constexpr Amp kAutocast = Amp::None;  // conv2d lowered its arguments already
-  static constexpr Onnx kOnnx = Onnx::none("export the Conv2d module (onnx::export_model(model, ...))");
+  static constexpr Onnx kOnnx =
+      Onnx::none("export the Conv2d module (onnx::export_model(model, ...))");
   static constexpr Fusion kFusion = Fusion::None;
   kern::Conv2dGeom geom;
   SavedTensor x_, w_;
@@ -109,7 +111,8 @@ struct ConvBackwardInput : BuiltinOp<ConvBackwardInput> {
   static constexpr const char* kName = "ConvolutionBackward0";
   static constexpr Formula kFormula = kNoFormula;
   static constexpr Amp kAutocast = Amp::None;
-  static constexpr Onnx kOnnx = Onnx::none("export the ConvTranspose2d module (onnx::export_model(model, ...))");
+  static constexpr Onnx kOnnx =
+      Onnx::none("export the ConvTranspose2d module (onnx::export_model(model, ...))");
   static constexpr Fusion kFusion = Fusion::None;
   kern::Conv2dGeom geom;
   SavedTensor dy_, w_;
@@ -142,20 +145,30 @@ struct ConvBackwardWeight : BuiltinOp<ConvBackwardWeight> {
 
 inline GradList ConvForward::backward(const GradList& g) {
   const Tensor& dy = g[0];
-  return {needs_input_grad(0) ? record<ConvBackwardInput>(Site::unknown(), dy, w_.unpack(), Tensor(), geom) : Tensor(),
-          needs_input_grad(1) ? record<ConvBackwardWeight>(Site::unknown(), x_.unpack(), dy, geom) : Tensor(),
+  return {needs_input_grad(0)
+              ? record<ConvBackwardInput>(Site::unknown(), dy, w_.unpack(), Tensor(), geom)
+              : Tensor(),
+          needs_input_grad(1) ? record<ConvBackwardWeight>(Site::unknown(), x_.unpack(), dy, geom)
+                              : Tensor(),
           needs_input_grad(2) ? sum(dy, {0, 2, 3}) : Tensor()};
 }
 inline GradList ConvBackwardInput::backward(const GradList& g) {
   const Tensor& gx = g[0];
-  return {needs_input_grad(0) ? record<ConvForward>(Site::unknown(), gx, w_.unpack(), Tensor(), geom) : Tensor(),
-          needs_input_grad(1) ? record<ConvBackwardWeight>(Site::unknown(), gx, dy_.unpack(), geom) : Tensor(),
+  return {needs_input_grad(0)
+              ? record<ConvForward>(Site::unknown(), gx, w_.unpack(), Tensor(), geom)
+              : Tensor(),
+          needs_input_grad(1) ? record<ConvBackwardWeight>(Site::unknown(), gx, dy_.unpack(), geom)
+                              : Tensor(),
           needs_input_grad(2) ? sum(gx, {0, 2, 3}) : Tensor()};
 }
 inline GradList ConvBackwardWeight::backward(const GradList& g) {
   const Tensor& gw = g[0];
-  return {needs_input_grad(0) ? record<ConvBackwardInput>(Site::unknown(), dy_.unpack(), gw, Tensor(), geom) : Tensor(),
-          needs_input_grad(1) ? record<ConvForward>(Site::unknown(), x_.unpack(), gw, Tensor(), geom) : Tensor()};
+  return {needs_input_grad(0)
+              ? record<ConvBackwardInput>(Site::unknown(), dy_.unpack(), gw, Tensor(), geom)
+              : Tensor(),
+          needs_input_grad(1)
+              ? record<ConvForward>(Site::unknown(), x_.unpack(), gw, Tensor(), geom)
+              : Tensor()};
 }
 
 // y = x Wᵀ + b         dx = dy W,  dW = dyᵀ x,  db = Σ_rows dy        (x [M, K], W [N, K], b [N])
