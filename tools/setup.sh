@@ -34,6 +34,8 @@ packages=(
   # the doctor's HTML report opened in a real headless browser (diagnose_html_in_a_browser):
   # Chromium, its WebDriver and Debian's Selenium for /usr/bin/python3
   chromium chromium-driver python3-selenium
+  # oneDNN (optional: float32 convolutions; without it they take the im2col + GEMM path)
+  libdnnl-dev
 )
 # Opt-in LibTorch peer (Debian's libtorch-dev, ~510 MB): GRADLAB_WITH_LIBTORCH=1 bash tools/setup.sh
 # builds gradlab_torch (gradcheck for LibTorch code) and the LibTorch halves of checks/compat;

@@ -184,6 +184,25 @@ std::pair<Tensor, Tensor> max_pool2d(const Tensor& x, const Window2d& w) {
   }
   GRADLAB_ON(x, NN, max_pool2d(x, w));
 }
+namespace {
+void check_conv_cpu(const Tensor& t) {
+  GRADLAB_CHECK(!t.is_cuda(), DeviceError, "conv2d", "the fast convolution runs on the CPU only",
+                "a CPU tensor", "a CUDA tensor", "CUDA convolutions take the unfold + matmul path");
+}
+}  // namespace
+Tensor conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dGeom& g) {
+  check_conv_cpu(x);
+  return cpu::conv2d_forward(x, weight, bias, g);
+}
+Tensor conv2d_backward_input(const Tensor& dy, const Tensor& weight, const Tensor& bias,
+                             const Conv2dGeom& g) {
+  check_conv_cpu(dy);
+  return cpu::conv2d_backward_input(dy, weight, bias, g);
+}
+Tensor conv2d_backward_weight(const Tensor& x, const Tensor& dy, const Conv2dGeom& g) {
+  check_conv_cpu(x);
+  return cpu::conv2d_backward_weight(x, dy, g);
+}
 void add_bias_rows_(Tensor& out, const Tensor& bias) {
   if (is_low(out)) {
     Tensor w = wide(out);

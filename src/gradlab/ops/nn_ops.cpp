@@ -5,7 +5,10 @@
 
 #include "gradlab/ops/nn_ops.hpp"
 
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 
 #include "gradlab/ops/internal/nn_ops.hpp"
 
@@ -154,6 +157,29 @@ Tensor fold(const Tensor& input, IntPair output_size, IntPair kernel, IntPair di
   return input.dim() == 3 ? x : x.squeeze(0, site);
 }
 
+namespace {
+
+std::atomic<bool>& conv_reference_flag() {
+  static std::atomic<bool> on{[] {
+    const char* v = std::getenv("GRADLAB_CONV_REFERENCE");
+    return v != nullptr && std::strcmp(v, "1") == 0;
+  }()};
+  return on;
+}
+
+// The fast path takes CPU float32 / float64 tensors of one dtype (bias undefined or the same);
+// CUDA, half types and mixed dtypes (which matmul promotes) take the reference.
+bool use_fast_conv(const Tensor& x, const Tensor& w, const Tensor& b) {
+  if (conv_reference() || x.is_cuda() || w.is_cuda() || (b.defined() && b.is_cuda())) return false;
+  if (x.dtype() != kFloat32 && x.dtype() != kFloat64) return false;
+  return w.dtype() == x.dtype() && (!b.defined() || b.dtype() == x.dtype());
+}
+
+}  // namespace
+
+void set_conv_reference(bool on) { conv_reference_flag().store(on); }
+bool conv_reference() { return conv_reference_flag().load(); }
+
 Tensor conv2d(const Tensor& input_in, const Tensor& weight_in, const Tensor& bias_in, IntPair stride,
               IntPair padding, IntPair dilation, Site site) {
   check_defined("conv2d", weight_in, "weight");
@@ -180,7 +206,13 @@ Tensor conv2d(const Tensor& input_in, const Tensor& weight_in, const Tensor& bia
   const kern::Window2d w = window(kernel, dilation, padding, stride);
   check_output_size("conv2d", x, w);
   const int64_t N = x.size(0), oh = w.out_h(x.size(2)), ow = w.out_w(x.size(3));
-  // out[n] = W [O, C*kh*kw] @ cols[n] [C*kh*kw, L]
+  if (use_fast_conv(x, weight, bias)) {
+    check_same_device("conv2d", x, weight);
+    const kern::Conv2dGeom g{N, C, x.size(2), x.size(3), O, oh, ow, 1, w};
+    Tensor out = record<ConvForward>(site, x, weight, bias, g);
+    return input.dim() == 4 ? out : out.squeeze(0, site);
+  }
+  // The reference. out[n] = W [O, C*kh*kw] @ cols[n] [C*kh*kw, L]
   Tensor cols = unfold_4d(x, w, site);
   Tensor out = matmul(weight.reshape({O, C * kernel.h * kernel.w}, site), cols, site);
   if (bias.defined()) out = add(out, bias.reshape({O, 1}, site), site);
@@ -261,6 +293,15 @@ Tensor conv_transpose2d(const Tensor& input_in, const Tensor& weight_in, const T
                 "input " + shape_str(x.sizes()) + " with kernel " + kernel.str() + ", stride " +
                     stride.str() + ", padding " + padding.str(),
                 "use less padding or a larger input");
+  if (use_fast_conv(x, weight, bias)) {
+    check_same_device(op, x, weight);
+    // conv_transpose2d is conv2d's backward input: that conv maps the output [N, O, oh, ow] to
+    // this input [N, C, H, W] (its window count H, W is given: output_padding may exceed it).
+    const kern::Conv2dGeom g{N, O, oh, ow, C, H, W, groups, window(kernel, dilation, padding, stride)};
+    Tensor out = record<ConvBackwardInput>(site, x, weight, bias, g);
+    return input.dim() == 4 ? out : out.squeeze(0, site);
+  }
+  // The reference.
   const int64_t kk = kernel.h * kernel.w, Cg = C / groups, L = H * W;
   Tensor x3 = x.reshape({N, C, L}, site), cols;
   if (groups == 1) {

@@ -65,18 +65,27 @@ Tensor fold(const Tensor& input, IntPair output_size, IntPair kernel_size, IntPa
             IntPair padding = 0, IntPair stride = 1, Site site = {});
 
 /// 2-D convolution (cross-correlation, as in PyTorch): input [N, C, H, W] (or [C, H, W]),
-/// weight [O, C, kh, kw], bias [O] -> [N, O, oh, ow]. Computed as weight @ unfold(input).
+/// weight [O, C, kh, kw], bias [O] -> [N, O, oh, ow]. On the CPU in float32 / float64 a fast path
+/// (oneDNN for float32 when the build found it, else im2col + one GEMM per image); otherwise, or
+/// under set_conv_reference(true), the readable reference weight @ unfold(input).
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {},
               IntPair stride = 1, IntPair padding = 0, IntPair dilation = 1, Site site = {});
 
 /// Transposed 2-D convolution (the adjoint of conv2d; torch::conv_transpose2d): input
 /// [N, C_in, H, W] (or [C_in, H, W]), weight [C_in, C_out / groups, kh, kw], bias [C_out] ->
 /// [N, C_out, oh, ow], oh = (H - 1) * stride - 2 * padding + dilation * (kh - 1) + output_padding + 1.
-/// Computed as fold(weightᵀ @ input) per group; output_padding must be smaller than stride or
-/// dilation.
+/// Computed as fold(weightᵀ @ input) per group (the fast path on the CPU in float32 / float64 does
+/// the same per image); output_padding must be smaller than stride or dilation.
 Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {},
                         IntPair stride = 1, IntPair padding = 0, IntPair output_padding = 0,
                         int64_t groups = 1, IntPair dilation = 1, Site site = {});
+
+/// Sends conv2d and conv_transpose2d to the readable reference (unfold + matmul + fold) instead of
+/// the CPU fast path (oneDNN or im2col + GEMM). Starts on when the environment sets
+/// GRADLAB_CONV_REFERENCE=1. Process-wide; the checks compare the paths through it.
+void set_conv_reference(bool on);
+/// Whether conv2d / conv_transpose2d use the reference path (see set_conv_reference).
+bool conv_reference();
 
 /// Max over each window: [N, C, H, W] -> [N, C, oh, ow]; stride defaults to the kernel size;
 /// padding is -inf. The gradient goes to the first maximum of each window, as in PyTorch.

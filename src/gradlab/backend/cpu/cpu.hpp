@@ -69,6 +69,24 @@ Tensor col2im(const Tensor& cols, int64_t C, int64_t H, int64_t W, const Window2
 /// (values [N, C, oh, ow], int64 index into H*W of each window's max); padding never wins.
 std::pair<Tensor, Tensor> max_pool2d(const Tensor& x, const Window2d& w);
 
+/// One grouped convolution: x [N, C, H, W], weight [O, C / groups, kh, kw], y [N, O, oh, ow].
+/// oh, ow are given, not derived from H, W: a transposed convolution with output_padding >=
+/// stride runs conv2d_backward_input onto an x larger than the windows y counts reach.
+struct Conv2dGeom {
+  int64_t N = 0, C = 0, H = 0, W = 0, O = 0, oh = 0, ow = 0, groups = 1;
+  Window2d win;
+};
+// The fast path of conv2d / conv_transpose2d (conv_gemm.cpp: per image, im2col into a cached
+// workspace, then one BLAS GEMM per group; float32 through oneDNN where conv_onednn.hpp says).
+// CPU, float32 / float64, contiguous results.
+/// y = conv(x, weight) (+ bias[o] when defined).
+Tensor conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dGeom& g);
+/// dx = the adjoint of conv in x, applied to dy (+ bias[c] when defined): conv_transpose2d.
+Tensor conv2d_backward_input(const Tensor& dy, const Tensor& weight, const Tensor& bias,
+                             const Conv2dGeom& g);
+/// dweight = Σ_n dy[n] ⊗ im2col(x[n]), summed over the batch in order n = 0, 1, ...
+Tensor conv2d_backward_weight(const Tensor& x, const Tensor& dy, const Conv2dGeom& g);
+
 /// c = a @ b for 2-D a [M, K], b [K, N] (any strides), through bmm.
 Tensor mm(const Tensor& a, const Tensor& b);
 /// out[i, :] += bias for a contiguous [M, N] out and bias [N].

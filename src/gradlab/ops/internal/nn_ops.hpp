@@ -78,6 +78,99 @@ struct MaxPool2d : BuiltinOp<MaxPool2d> {
   }
 };
 
+// The fast convolution: three nodes, each the adjoint pair of the others, so every derivative
+// (create_graph included) is again one of them. A(x, W) is conv2d (cross-correlation):
+//   A(x, W)[n, o, y, x0] = Σ_{c∈group(o), i, j} x[n, c, y*s - p + i*d, x0*s - p + j*d] W[o, c, i, j]
+// It is linear in x and in W, so with <·,·> the sum of products:
+//   <dy, A(x, W)> = <A*(dy, W), x> = <B(x, dy), W>
+// where A* (backward input, = conv_transpose2d) and B (backward weight) are the kernels of
+// backend/cpu/conv_gemm.cpp (float32 through conv_onednn.cpp where it applies). The readable
+// reference (unfold + matmul + fold) is their oracle.
+
+// y = A(x, W) + b      dx = A*(dy, W)   dW = B(x, dy)   db = Σ_{n,y,x} dy
+struct ConvForward : BuiltinOp<ConvForward> {
+  static constexpr const char* kName = "ConvolutionBackward0";
+  static constexpr Formula kFormula = kNoFormula;
+  static constexpr Amp kAutocast = Amp::None;  // conv2d lowered its arguments already
+  static constexpr Onnx kOnnx =
+      Onnx::none("export the Conv2d module (onnx::export_model(model, ...))");
+  static constexpr Fusion kFusion = Fusion::None;
+  kern::Conv2dGeom geom;
+  SavedTensor x_, w_;
+  Tensor forward(const Tensor& x, const Tensor& w, const Tensor& b, const kern::Conv2dGeom& g) {
+    geom = g;
+    if (w.requires_grad()) save(x_, x);
+    if (x.requires_grad()) save(w_, w);
+    return kern::conv2d_forward(x, w, b, g);
+  }
+  GradList backward(const GradList& g);
+};
+
+// dx = A*(dy, W) + b (conv_transpose2d)     d(dy) = A(g, W)   dW = B(g, dy)   db = Σ g
+struct ConvBackwardInput : BuiltinOp<ConvBackwardInput> {
+  static constexpr const char* kName = "ConvolutionBackward0";
+  static constexpr Formula kFormula = kNoFormula;
+  static constexpr Amp kAutocast = Amp::None;
+  static constexpr Onnx kOnnx =
+      Onnx::none("export the ConvTranspose2d module (onnx::export_model(model, ...))");
+  static constexpr Fusion kFusion = Fusion::None;
+  kern::Conv2dGeom geom;
+  SavedTensor dy_, w_;
+  Tensor forward(const Tensor& dy, const Tensor& w, const Tensor& b, const kern::Conv2dGeom& g) {
+    geom = g;
+    if (w.requires_grad()) save(dy_, dy);
+    if (dy.requires_grad()) save(w_, w);
+    return kern::conv2d_backward_input(dy, w, b, g);
+  }
+  GradList backward(const GradList& g);
+};
+
+// dW = B(x, dy)      dx = A*(dy, g)   d(dy) = A(x, g)
+struct ConvBackwardWeight : BuiltinOp<ConvBackwardWeight> {
+  static constexpr const char* kName = "ConvolutionBackwardBackward0";
+  static constexpr Formula kFormula = kNoFormula;
+  static constexpr Amp kAutocast = Amp::None;
+  static constexpr Onnx kOnnx = Onnx::none("a backward-only op (a convolution's weight gradient)");
+  static constexpr Fusion kFusion = Fusion::None;
+  kern::Conv2dGeom geom;
+  SavedTensor x_, dy_;
+  Tensor forward(const Tensor& x, const Tensor& dy, const kern::Conv2dGeom& g) {
+    geom = g;
+    if (dy.requires_grad()) save(x_, x);
+    if (x.requires_grad()) save(dy_, dy);
+    return kern::conv2d_backward_weight(x, dy, g);
+  }
+  GradList backward(const GradList& g);
+};
+
+inline GradList ConvForward::backward(const GradList& g) {
+  const Tensor& dy = g[0];
+  return {needs_input_grad(0)
+              ? record<ConvBackwardInput>(Site::unknown(), dy, w_.unpack(), Tensor(), geom)
+              : Tensor(),
+          needs_input_grad(1) ? record<ConvBackwardWeight>(Site::unknown(), x_.unpack(), dy, geom)
+                              : Tensor(),
+          needs_input_grad(2) ? sum(dy, {0, 2, 3}) : Tensor()};
+}
+inline GradList ConvBackwardInput::backward(const GradList& g) {
+  const Tensor& gx = g[0];
+  return {needs_input_grad(0)
+              ? record<ConvForward>(Site::unknown(), gx, w_.unpack(), Tensor(), geom)
+              : Tensor(),
+          needs_input_grad(1) ? record<ConvBackwardWeight>(Site::unknown(), gx, dy_.unpack(), geom)
+                              : Tensor(),
+          needs_input_grad(2) ? sum(gx, {0, 2, 3}) : Tensor()};
+}
+inline GradList ConvBackwardWeight::backward(const GradList& g) {
+  const Tensor& gw = g[0];
+  return {needs_input_grad(0)
+              ? record<ConvBackwardInput>(Site::unknown(), dy_.unpack(), gw, Tensor(), geom)
+              : Tensor(),
+          needs_input_grad(1)
+              ? record<ConvForward>(Site::unknown(), x_.unpack(), gw, Tensor(), geom)
+              : Tensor()};
+}
+
 // y = x Wᵀ + b         dx = dy W,  dW = dyᵀ x,  db = Σ_rows dy        (x [M, K], W [N, K], b [N])
 // One node and one GEMM instead of transpose + reshape + bmm + broadcast add. Without
 // create_graph the backward calls the kernels directly; with it, it is recorded with mm and sum.
