@@ -130,13 +130,18 @@ def check_readmes(lesson_dir, names):
     return problems
 
 
+def draw_fresh(exe, tmp):
+    """Runs the lesson with its figures going to tmp/figures: (that folder, None or an error)."""
+    fresh_dir = pathlib.Path(tmp) / "figures"
+    fresh_dir.mkdir()
+    return fresh_dir, run_lesson(exe, fresh_dir)
+
+
 def check(exe, lesson_dir):
     lesson_dir = pathlib.Path(lesson_dir)
     committed_dir = lesson_dir / "figures"
     with tempfile.TemporaryDirectory(prefix="gradlab-figures-") as tmp:
-        fresh_dir = pathlib.Path(tmp) / "figures"
-        fresh_dir.mkdir()
-        err = run_lesson(exe, fresh_dir)
+        fresh_dir, err = draw_fresh(exe, tmp)
         if err:
             return [err]
         fresh = {p.name for p in fresh_dir.iterdir() if p.is_file()}
@@ -173,9 +178,7 @@ def regenerate(build_dir, number):
     if not exe.exists():
         return [f"{exe}: not built (cmake --build {build_dir} --target lesson_{lesson_dir.name})"]
     with tempfile.TemporaryDirectory(prefix="gradlab-figures-") as tmp:
-        fresh_dir = pathlib.Path(tmp) / "figures"
-        fresh_dir.mkdir()
-        err = run_lesson(exe, fresh_dir)
+        fresh_dir, err = draw_fresh(exe, tmp)
         if err:
             return [err]
         target = lesson_dir / "figures"
