@@ -1,6 +1,8 @@
 // Vector math on 1M elements: a scalar glibc loop (the baseline) against xsimd at each capability
-// level (gradlab's kernels, vec/vec.hpp) and SLEEF's u10 functions at AVX2 and AVX-512 (when
-// libsleef-dev is found), for exp, tanh, sigmoid, gelu (erf) and log, float32 and float64; plus
+// level (gradlab's kernels, vec/vec.hpp; float32 erf is gradlab's own polynomial there), SLEEF's
+// u10 functions at AVX2 and AVX-512 (when libsleef-dev is found) and glibc's libmvec erf (4-ulp
+// vector functions, glibc >= 2.35, when found), for exp, tanh, sigmoid, gelu, erf and log,
+// float32 and float64; plus
 // the public ops (gradlab::exp(x) ..., allocation included) and gelu composed of five ops, as it
 // was. Also float32 <-> bfloat16 / float16 conversions, scalar vs vectorized.
 //
@@ -47,22 +49,36 @@ __m512d Sleef_logd8_u10avx512f(__m512d);
 #pragma GCC pop_options
 #endif
 
+#ifdef GRADLAB_HAVE_LIBMVEC
+// glibc's libmvec (part of libc6 on x86-64, glibc >= 2.35): the vector-ABI names of erf / erff.
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,avx512f")
+extern "C" {
+__m256 _ZGVdN8v_erff(__m256);
+__m512 _ZGVeN16v_erff(__m512);
+__m256d _ZGVdN4v_erf(__m256d);
+__m512d _ZGVeN8v_erf(__m512d);
+}
+#pragma GCC pop_options
+#endif
+
 namespace {
 
 using gradlab::cpu::vec::Capability;
 using gradlab::math::Unary;
 constexpr int64_t kN = 1 << 20;
 
-enum Fn { kExp, kTanh, kSigmoid, kGelu, kLog };
-const char* const kFnNames[] = {"exp", "tanh", "sigmoid", "gelu", "log"};
-const Unary kOps[] = {Unary::Exp, Unary::Tanh, Unary::Sigmoid, Unary::Gelu, Unary::Log};
+enum Fn { kExp, kTanh, kSigmoid, kGelu, kLog, kErf };
+constexpr int kFns = 6;
+const char* const kFnNames[] = {"exp", "tanh", "sigmoid", "gelu", "log", "erf"};
+const Unary kOps[] = {Unary::Exp, Unary::Tanh, Unary::Sigmoid, Unary::Gelu, Unary::Log, Unary::Erf};
 
 template <class T>
 std::vector<T> inputs(Fn fn) {
   std::vector<T> x(kN);
   for (int64_t i = 0; i < kN; ++i) {
     const double u = static_cast<double>(i) / kN;  // [0, 1)
-    x[i] = static_cast<T>(fn == kLog ? 1e-3 + 100 * u : -8 + 16 * u);
+    x[i] = static_cast<T>(fn == kLog ? 1e-3 + 100 * u : fn == kErf ? -4 + 8 * u : -8 + 16 * u);
   }
   return x;
 }
@@ -80,6 +96,7 @@ void scalar(benchmark::State& st, Fn fn) {
         for (int64_t i = 0; i < kN; ++i) y[i] = T(0.5) * x[i] * (T(1) + std::erf(x[i] * T(std::numbers::sqrt2 / 2)));
         break;
       case kLog: for (int64_t i = 0; i < kN; ++i) y[i] = std::log(x[i]); break;
+      case kErf: for (int64_t i = 0; i < kN; ++i) y[i] = std::erf(x[i]); break;
     }
     benchmark::DoNotOptimize(y.data());
   }
@@ -112,6 +129,7 @@ void op(benchmark::State& st, Fn fn) {
       case kSigmoid: y = gradlab::sigmoid(x); break;
       case kGelu: y = gradlab::gelu(x); break;
       case kLog: y = gradlab::log(x); break;
+      case kErf: y = gradlab::erf(x); break;
     }
     benchmark::DoNotOptimize(y);
   }
@@ -142,6 +160,7 @@ __attribute__((target("avx2,fma"))) void sleef_avx2_f32(Fn fn, const float* x, f
       case kTanh: r = Sleef_tanhf8_u10avx2(v); break;
       case kSigmoid: r = _mm256_div_ps(one, _mm256_add_ps(one, Sleef_expf8_u10avx2(_mm256_sub_ps(_mm256_setzero_ps(), v)))); break;
       case kGelu: r = _mm256_mul_ps(half, _mm256_mul_ps(v, _mm256_add_ps(one, Sleef_erff8_u10avx2(_mm256_mul_ps(v, c))))); break;
+      case kErf: r = Sleef_erff8_u10avx2(v); break;
       default: r = Sleef_logf8_u10avx2(v); break;
     }
     _mm256_storeu_ps(y + i, r);
@@ -157,6 +176,7 @@ __attribute__((target("avx512f"))) void sleef_avx512_f32(Fn fn, const float* x, 
       case kTanh: r = Sleef_tanhf16_u10avx512f(v); break;
       case kSigmoid: r = _mm512_div_ps(one, _mm512_add_ps(one, Sleef_expf16_u10avx512f(_mm512_sub_ps(_mm512_setzero_ps(), v)))); break;
       case kGelu: r = _mm512_mul_ps(half, _mm512_mul_ps(v, _mm512_add_ps(one, Sleef_erff16_u10avx512f(_mm512_mul_ps(v, c))))); break;
+      case kErf: r = Sleef_erff16_u10avx512f(v); break;
       default: r = Sleef_logf16_u10avx512f(v); break;
     }
     _mm512_storeu_ps(y + i, r);
@@ -172,6 +192,7 @@ __attribute__((target("avx512f"))) void sleef_avx512_f64(Fn fn, const double* x,
       case kTanh: r = Sleef_tanhd8_u10avx512f(v); break;
       case kSigmoid: r = _mm512_div_pd(one, _mm512_add_pd(one, Sleef_expd8_u10avx512f(_mm512_sub_pd(_mm512_setzero_pd(), v)))); break;
       case kGelu: r = _mm512_mul_pd(half, _mm512_mul_pd(v, _mm512_add_pd(one, Sleef_erfd8_u10avx512f(_mm512_mul_pd(v, c))))); break;
+      case kErf: r = Sleef_erfd8_u10avx512f(v); break;
       default: r = Sleef_logd8_u10avx512f(v); break;
     }
     _mm512_storeu_pd(y + i, r);
@@ -187,6 +208,7 @@ __attribute__((target("avx2,fma"))) void sleef_avx2_f64(Fn fn, const double* x, 
       case kTanh: r = Sleef_tanhd4_u10avx2(v); break;
       case kSigmoid: r = _mm256_div_pd(one, _mm256_add_pd(one, Sleef_expd4_u10avx2(_mm256_sub_pd(_mm256_setzero_pd(), v)))); break;
       case kGelu: r = _mm256_mul_pd(half, _mm256_mul_pd(v, _mm256_add_pd(one, Sleef_erfd4_u10avx2(_mm256_mul_pd(v, c))))); break;
+      case kErf: r = Sleef_erfd4_u10avx2(v); break;
       default: r = Sleef_logd4_u10avx2(v); break;
     }
     _mm256_storeu_pd(y + i, r);
@@ -201,6 +223,54 @@ void sleef(benchmark::State& st, Fn fn, Capability c) {
   for (auto _ : st) {
     if constexpr (sizeof(T) == 4) (c == Capability::Avx512 ? sleef_avx512_f32 : sleef_avx2_f32)(fn, x.data(), y.data());
     else (c == Capability::Avx512 ? sleef_avx512_f64 : sleef_avx2_f64)(fn, x.data(), y.data());
+    benchmark::DoNotOptimize(y.data());
+  }
+  st.SetItemsProcessed(st.iterations() * kN);
+}
+#endif
+
+#ifdef GRADLAB_HAVE_LIBMVEC
+// libmvec's erf, and gelu composed around it in registers (exp, log ... are not measured here).
+__attribute__((target("avx2,fma"))) void mvec_avx2_f32(Fn fn, const float* x, float* y) {
+  const __m256 one = _mm256_set1_ps(1), half = _mm256_set1_ps(0.5f), c = _mm256_set1_ps(0.70710678f);
+  for (int64_t i = 0; i < kN; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    _mm256_storeu_ps(y + i, fn == kErf ? _ZGVdN8v_erff(v)
+                                       : _mm256_mul_ps(half, _mm256_mul_ps(v, _mm256_add_ps(one, _ZGVdN8v_erff(_mm256_mul_ps(v, c))))));
+  }
+}
+__attribute__((target("avx512f"))) void mvec_avx512_f32(Fn fn, const float* x, float* y) {
+  const __m512 one = _mm512_set1_ps(1), half = _mm512_set1_ps(0.5f), c = _mm512_set1_ps(0.70710678f);
+  for (int64_t i = 0; i < kN; i += 16) {
+    const __m512 v = _mm512_loadu_ps(x + i);
+    _mm512_storeu_ps(y + i, fn == kErf ? _ZGVeN16v_erff(v)
+                                       : _mm512_mul_ps(half, _mm512_mul_ps(v, _mm512_add_ps(one, _ZGVeN16v_erff(_mm512_mul_ps(v, c))))));
+  }
+}
+__attribute__((target("avx2,fma"))) void mvec_avx2_f64(Fn fn, const double* x, double* y) {
+  const __m256d one = _mm256_set1_pd(1), half = _mm256_set1_pd(0.5), c = _mm256_set1_pd(0.70710678118654752);
+  for (int64_t i = 0; i < kN; i += 4) {
+    const __m256d v = _mm256_loadu_pd(x + i);
+    _mm256_storeu_pd(y + i, fn == kErf ? _ZGVdN4v_erf(v)
+                                       : _mm256_mul_pd(half, _mm256_mul_pd(v, _mm256_add_pd(one, _ZGVdN4v_erf(_mm256_mul_pd(v, c))))));
+  }
+}
+__attribute__((target("avx512f"))) void mvec_avx512_f64(Fn fn, const double* x, double* y) {
+  const __m512d one = _mm512_set1_pd(1), half = _mm512_set1_pd(0.5), c = _mm512_set1_pd(0.70710678118654752);
+  for (int64_t i = 0; i < kN; i += 8) {
+    const __m512d v = _mm512_loadu_pd(x + i);
+    _mm512_storeu_pd(y + i, fn == kErf ? _ZGVeN8v_erf(v)
+                                       : _mm512_mul_pd(half, _mm512_mul_pd(v, _mm512_add_pd(one, _ZGVeN8v_erf(_mm512_mul_pd(v, c))))));
+  }
+}
+template <class T>
+void mvec(benchmark::State& st, Fn fn, Capability c) {
+  if (!gradlab::cpu::vec::kernels_for(c)) return st.SkipWithError("this CPU does not run the level");
+  auto x = inputs<T>(fn);
+  std::vector<T> y(kN);
+  for (auto _ : st) {
+    if constexpr (sizeof(T) == 4) (c == Capability::Avx512 ? mvec_avx512_f32 : mvec_avx2_f32)(fn, x.data(), y.data());
+    else (c == Capability::Avx512 ? mvec_avx512_f64 : mvec_avx2_f64)(fn, x.data(), y.data());
     benchmark::DoNotOptimize(y.data());
   }
   st.SetItemsProcessed(st.iterations() * kN);
@@ -233,7 +303,7 @@ void half_scalar(benchmark::State& st, bool f16, bool to_half) {
 }
 
 int register_all() {
-  for (int f = 0; f < 5; ++f) {
+  for (int f = 0; f < kFns; ++f) {
     const Fn fn = static_cast<Fn>(f);
     const std::string name = kFnNames[f];
     for (const char* t : {"f32", "f64"}) {
@@ -254,6 +324,14 @@ int register_all() {
           [fn](benchmark::State& s) { sleef<double>(s, fn, Capability::Avx2); });
       reg("sleef_avx512", [fn](benchmark::State& s) { sleef<float>(s, fn, Capability::Avx512); },
           [fn](benchmark::State& s) { sleef<double>(s, fn, Capability::Avx512); });
+#endif
+#ifdef GRADLAB_HAVE_LIBMVEC
+      if (fn == kGelu || fn == kErf) {
+        reg("libmvec_avx2", [fn](benchmark::State& s) { mvec<float>(s, fn, Capability::Avx2); },
+            [fn](benchmark::State& s) { mvec<double>(s, fn, Capability::Avx2); });
+        reg("libmvec_avx512", [fn](benchmark::State& s) { mvec<float>(s, fn, Capability::Avx512); },
+            [fn](benchmark::State& s) { mvec<double>(s, fn, Capability::Avx512); });
+      }
 #endif
       reg("gradlab_op", [fn](benchmark::State& s) { op<float>(s, fn); }, [fn](benchmark::State& s) { op<double>(s, fn); });
       if (fn == kGelu)

@@ -6,6 +6,8 @@
 // Rows (float32), each at threads:1 and threads:2 (wall time: UseRealTime):
 //   memcpy_16M            std::memcpy of 16M floats: the machine's bandwidth, in the same run
 //   gelu_1M exp_1M sigmoid_1M tanh_1M add_1M   y = f(x) (a + b) on 1M elements
+//   gelu_backward_1M      dx = autograd::grad(gelu(x), x, dy): the forward, then its backward
+//                         (erf and exp); not a row of tools/vs_libtorch.py's table
 //   sum_16M               x.sum() over 16M elements
 //   softmax_16384x1024    softmax over dim 1
 //   cnn_step              conv 3x3 1->16, ReLU, max-pool 2, conv 3x3 16->32, ReLU, max-pool 2,
@@ -103,6 +105,16 @@ void unary(benchmark::State& state, int64_t n, F f) {
 void gelu_1M(benchmark::State& s) {
   unary(s, 1 << 20, [](const torch::Tensor& x) { return torch::gelu(x); });
 }
+void gelu_backward_1M(benchmark::State& state) {
+  use_threads(state);
+  torch::manual_seed(0);
+  const torch::Tensor x = torch::randn({1 << 20}).requires_grad_(true);
+  const torch::Tensor dy = torch::randn({1 << 20});
+  for (auto _ : state) {
+    const auto dx = torch::autograd::grad({torch::gelu(x)}, {x}, {dy});
+    benchmark::DoNotOptimize(dx[0].data_ptr<float>());
+  }
+}
 void exp_1M(benchmark::State& s) {
   unary(s, 1 << 20, [](const torch::Tensor& x) { return torch::exp(x); });
 }
@@ -195,6 +207,7 @@ void relu_chain_compiled_16M(benchmark::State& state) {
   BENCHMARK(fn)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::unit)
 ROW(memcpy_16M, kMillisecond);
 ROW(gelu_1M, kMicrosecond);
+ROW(gelu_backward_1M, kMicrosecond);
 ROW(exp_1M, kMicrosecond);
 ROW(sigmoid_1M, kMicrosecond);
 ROW(tanh_1M, kMicrosecond);

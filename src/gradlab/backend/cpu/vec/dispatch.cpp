@@ -54,11 +54,14 @@ Capability best_capability() {
 
 const Kernels* kernels_for(Capability level) {
   if (level > best_capability()) return nullptr;
+#if defined(__x86_64__) || defined(__i386__)
   switch (level) {
     case Capability::Avx512: return &kAvx512;
     case Capability::Avx2: return &kAvx2;
     case Capability::Default: break;
   }
+#endif
+  // not x86: best_capability() is Default, the only table vec_<level>.cpp builds there
   return &kDefault;
 }
 

@@ -3,8 +3,13 @@
 // vec_avx2.cpp and vec_avx512.cpp, each defining GRADLAB_VEC_TABLE (the table's name) and each
 // compiled with its own -m flags, so xsimd::default_arch is SSE2, FMA3<AVX2> or AVX512BW there.
 // NOTE: everything here stays in an anonymous namespace (see vec.hpp: one copy per level).
+// On a CPU other than x86 only vec_default.cpp includes this file (xsimd picks that CPU's SIMD,
+// e.g. NEON on aarch64); the x86 intrinsics below are then left out and the half conversions run
+// the scalar code.
 
+#if defined(__SSE2__)
 #include <immintrin.h>
+#endif
 
 #include <limits>
 
@@ -22,9 +27,10 @@
 
 #include "gradlab/backend/cpu/vec/vec.hpp"
 
-// Two fixes to xsimd 8.1's float64 math, found by checks/ops/vec_test.cpp against glibc. The
-// formulas call log / erf on batches by argument-dependent lookup, so these overloads (exact
-// matches, preferred over xsimd's templates; internal linkage) take their place in this file.
+// Two fixes to xsimd 8.1's float64 math, found by checks/ops/vec_test.cpp against glibc, and
+// gradlab's own float32 erf. The formulas call log / erf on batches by argument-dependent lookup,
+// so these overloads (exact matches, preferred over xsimd's templates; internal linkage) take
+// their place in this file.
 //   log(x), x subnormal: xsimd returned log(x) - 37 (-745.9 for 2e-308); scaled by 2^54 first.
 //   erf(x), |x| >= 1e100: xsimd returned NaN; erf(±6) rounds to ±1 in float and double, and NaN
 //   stays NaN through the clamp (its comparisons are false).
@@ -36,13 +42,38 @@ static inline batch<double, default_arch> log(const batch<double, default_arch>&
   const B scaled = select(tiny, x * B(18014398509481984.0), x);  // 2^54
   return kernel::log(scaled, default_arch{}) - select(tiny, B(54 * 0.693147180559945309417232121458), B(0.0));
 }
-template <class T>
-static inline batch<T, default_arch> erf_clamped(const batch<T, default_arch>& x) {
-  using B = batch<T, default_arch>;
+static inline batch<double, default_arch> erf(const batch<double, default_arch>& x) {
+  using B = batch<double, default_arch>;
   return kernel::erf(select(x > B(6), B(6), select(x < B(-6), B(-6), x)), default_arch{});
 }
-static inline batch<double, default_arch> erf(const batch<double, default_arch>& x) { return erf_clamped(x); }
-static inline batch<float, default_arch> erf(const batch<float, default_arch>& x) { return erf_clamped(x); }
+
+// float32 erf, one polynomial and no branch (xsimd's erf costs about 3x exp: an exp, a division
+// and two branches; gelu spends its time here):
+//   erf(x) = c P(u),  c = x clamped to [-4, 4],  u = c²/8 - 1 in [-1, 1],
+// P of degree 16 interpolating erf(x)/x at the 17 Chebyshev nodes of x² in [0, 16], the
+// coefficients rounded to float one at a time from the top, each lower one refitted
+// (tools/fit_erf.py prints them). Interpolation error 1e-8 relative; float rounding brings it to
+// at most 4 ulps against glibc (checks/ops/vec_test.cpp, every level; SSE2 has no FMA).
+// |x| >= 3.92 rounds to ±1 in float, so erf(±4) = ±1 serves every |x| > 4 and ±inf. The result
+// is clamped to [-1, 1]: rounding could give 1 + 1 ulp, and 1 + erf(x) < 0 would turn gelu's
+// sign for x < -5.5. NaN: min / max return their SECOND operand when one is NaN (x86 minps /
+// maxps; NEON propagates NaN), so the constant comes first and NaN goes through. -0 gives -0.
+static inline batch<float, default_arch> erf(const batch<float, default_arch>& x) {
+  using B = batch<float, default_arch>;
+  const B c = max(B(-4.0f), min(B(4.0f), x));
+  const B u = fma(c * c, B(0.125f), B(-1.0f));
+  // highest degree first
+  static constexpr float k[17] = {
+      5.720870686e-04f,  -1.311137923e-03f, 7.078782073e-04f,  -1.292812172e-03f, 5.438941531e-03f,
+      -9.785231203e-03f, 1.401690580e-02f,  -2.187454700e-02f, 3.316994384e-02f,  -4.593481496e-02f,
+      5.986696854e-02f,  -7.470265031e-02f, 9.021080285e-02f,  -1.077121571e-01f, 1.316750497e-01f,
+      -1.765761971e-01f, 3.535310030e-01f};
+  B p(k[0]);
+  // NOTE: unrolled by hand in effect (GCC 12 -O2 kept the loop, a branch per coefficient: 1.4x)
+#pragma GCC unroll 17
+  for (int i = 1; i < 17; ++i) p = fma(p, u, B(k[i]));
+  return max(B(-1.0f), min(B(1.0f), c * p));
+}
 }  // namespace xsimd
 
 namespace gradlab::cpu::vec {
@@ -100,6 +131,7 @@ int64_t binary_any(math::Binary op, const T* a, bool sa, const T* b, bool sb, T*
 // hardware differs from core/half.hpp is NaN (it keeps the payload and quiets sNaN), so NaN lanes
 // are redone with the scalar rule. The AVX-512 level uses the 8-lane AVX2 code: memory-bound.
 #if defined(__AVX2__)
+#define GRADLAB_VEC_HALF 1
 constexpr int64_t kHalfW = 8;
 inline __m256i bf16_round(__m256i x) {
   const __m256i absx = _mm256_and_si256(x, _mm256_set1_epi32(0x7FFFFFFF));
@@ -115,7 +147,8 @@ inline __m128i narrow16(__m256i v) {
   v = _mm256_srai_epi32(_mm256_slli_epi32(v, 16), 16);
   return _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
 }
-#else
+#elif defined(__SSE2__)
+#define GRADLAB_VEC_HALF 1
 constexpr int64_t kHalfW = 4;
 inline __m128i bf16_round(__m128i x) {
   const __m128i absx = _mm_and_si128(x, _mm_set1_epi32(0x7FFFFFFF));
@@ -132,6 +165,7 @@ inline __m128i narrow16(__m128i v) {
 }
 #endif
 
+#if defined(GRADLAB_VEC_HALF)
 int64_t bf16_from_f32(const float* x, uint16_t* y, int64_t n) {
   int64_t i = 0;
   for (; i + kHalfW <= n; i += kHalfW) {
@@ -159,6 +193,11 @@ int64_t bf16_to_f32(const uint16_t* x, float* y, int64_t n) {  // exact: the bit
   }
   return i;
 }
+#else  // not x86: the scalar conversions (core/half.hpp) do every element
+int64_t bf16_from_f32(const float*, uint16_t*, int64_t) { return 0; }
+int64_t bf16_to_f32(const uint16_t*, float*, int64_t) { return 0; }
+#endif
+#undef GRADLAB_VEC_HALF
 
 #if defined(__F16C__) && defined(__AVX2__)
 int64_t f16_from_f32(const float* x, uint16_t* y, int64_t n) {

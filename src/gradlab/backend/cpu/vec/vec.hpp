@@ -3,7 +3,9 @@
 // (vec/level.hpp) is compiled once per capability level, each file with its own -m flags
 // (vec_default.cpp: none, i.e. SSE2; vec_avx2.cpp: AVX2 + FMA + F16C; vec_avx512.cpp: AVX-512
 // F/BW/VL/DQ), and kernels() picks one table at first use by cpuid. GRADLAB_CPU_CAPABILITY=
-// default|avx2|avx512 forces a lower level.
+// default|avx2|avx512 forces a lower level. On a CPU other than x86 (aarch64) only the default
+// level is built (xsimd's SIMD for that CPU, e.g. NEON), vec_avx2.cpp / vec_avx512.cpp compile
+// to nothing, and best_capability() is Default.
 //
 // NOTE: nothing compiled with -m flags may run before the cpuid check, and no inline function or
 // template instantiation that other files also emit may come out of a level file (the linker
@@ -58,7 +60,8 @@ inline int64_t binary(const Kernels& k, math::Binary op, const double* a, bool s
   return k.binary_f64(op, a, sa, b, sb, out, n);
 }
 
-// The level tables, defined in vec_<level>.cpp (reach them through kernels_for).
+// The level tables, defined in vec_<level>.cpp (reach them through kernels_for); kAvx2 and
+// kAvx512 exist on x86 only.
 extern const Kernels kDefault;
 extern const Kernels kAvx2;
 extern const Kernels kAvx512;

@@ -1,8 +1,11 @@
 // The "avx512" capability level of the elementwise kernels: vec/level.hpp compiled with
 // -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx2 -mfma -mf16c (CMakeLists.txt).
 // Reached only through vec::kernels() after its cpuid check (vec.hpp).
+// x86 only: elsewhere this file is empty (CMake adds no -m flags there; vec.hpp).
+#if defined(__x86_64__) || defined(__i386__)
 #define GRADLAB_VEC_TABLE kAvx512
 #define GRADLAB_VEC_NAME "avx512"
 #define GRADLAB_VEC_LEVEL avx512
 #include "gradlab/backend/cpu/vec/level.hpp"
 static_assert(std::is_same_v<gradlab::cpu::vec::Arch, xsimd::avx512bw>, "vec_avx512.cpp needs -mavx512f/bw/vl/dq");
+#endif
