@@ -1,5 +1,6 @@
 #include "cell_rewrite.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <initializer_list>
 
@@ -438,13 +439,30 @@ std::string rewrite_captures(std::string_view code) {
   return out;
 }
 
-std::string rewrite_cell(std::string_view original, unsigned cell_id) {
-  const std::string code = rewrite_captures(original);
+namespace {
+
+// `#if`, `#ifdef` and `#ifndef` open a conditional group (+1), `#endif` closes one (-1).
+int conditional_depth_change(std::string_view directive) {
+  std::size_t k = directive.find_first_not_of(" \t", 1);
+  if (k == std::string_view::npos) return 0;
+  std::size_t e = k;
+  while (e < directive.size() && is_ident_char(directive[e])) ++e;
+  const std::string_view name = directive.substr(k, e - k);
+  if (name == "if" || name == "ifdef" || name == "ifndef") return 1;
+  return name == "endif" ? -1 : 0;
+}
+
+// The rewritten cell; `cuts` gets the offsets into it where a new part starts (see "Order" in
+// cell_rewrite.hpp): before a chunk, when the part so far holds something that runs.
+std::string rewrite(std::string_view original, unsigned cell_id, std::vector<std::size_t>* cuts) {
+  const std::string code = drop_static(rewrite_captures(original));
   const std::vector<Chunk> chunks = split_cell(code);
   const std::string id = std::to_string(cell_id);
   std::string out;
   std::size_t copied = 0;  // code[0, copied) is in out
   unsigned serial = 0;
+  bool part_runs = false;  // the current part holds a statement run or a variable
+  int conditional = 0;     // open #if groups: a part does not end inside one
   bool in_run = false;
   std::string run_name;
   auto close_run = [&] {
@@ -455,9 +473,20 @@ std::string rewrite_cell(std::string_view original, unsigned cell_id) {
   };
   for (const Chunk& ch : chunks) {
     if (ch.kind != ChunkKind::Statement) close_run();
+    if (part_runs && !in_run && conditional == 0) {
+      cuts->push_back(out.size());
+      part_runs = false;
+    }
     out.append(code, copied, ch.begin - copied);  // what lies between chunks (spaces, comments)
     const std::string_view text = std::string_view(code).substr(ch.begin, ch.end - ch.begin);
+    part_runs = part_runs || ch.kind == ChunkKind::Statement || ch.kind == ChunkKind::Variable ||
+                ch.kind == ChunkKind::LambdaVariable;
+    if (ch.kind == ChunkKind::Preprocessor) conditional = std::max(0, conditional + conditional_depth_change(text));
     switch (ch.kind) {
+      case ChunkKind::Variable:
+        // NOTE: emitted here, not where it is first used (see "Order" in cell_rewrite.hpp).
+        out.append("[[gnu::used]] ").append(text);
+        break;
       case ChunkKind::Statement:
         if (!in_run) {
           run_name = id + "_" + std::to_string(serial++);
@@ -526,6 +555,49 @@ std::string rewrite_cell(std::string_view original, unsigned cell_id) {
   }
   close_run();
   out.append(code, copied, std::string::npos);
+  return out;
+}
+
+}  // namespace
+
+std::string rewrite_cell(std::string_view code, unsigned cell_id) {
+  std::vector<std::size_t> cuts;
+  return rewrite(code, cell_id, &cuts);
+}
+
+std::vector<std::string> rewrite_cell_parts(std::string_view code, unsigned cell_id) {
+  std::vector<std::size_t> cuts;
+  const std::string out = rewrite(code, cell_id, &cuts);
+  cuts.push_back(out.size());
+  std::vector<std::string> parts;
+  std::size_t from = 0, line = 0, column = 0;  // line and column of out[from]
+  for (const std::size_t to : cuts) {
+    std::string part(line, '\n');
+    part.append(column, ' ').append(out, from, to - from);
+    parts.push_back(std::move(part));
+    for (; from < to; ++from) {
+      if (out[from] == '\n') {
+        ++line;
+        column = 0;
+      } else {
+        ++column;
+      }
+    }
+  }
+  return parts;
+}
+
+std::string drop_static(std::string_view code) {
+  std::string out(code);
+  for (const Chunk& ch : split_cell(code)) {
+    if (ch.kind == ChunkKind::Preprocessor || ch.kind == ChunkKind::Statement) continue;
+    const Cell c(code.substr(ch.begin, ch.end - ch.begin));
+    // The leading specifiers: `static`, `static inline`, `const static`, `constexpr static`, ...
+    for (std::size_t t = c.skip_template_heads(c.skip_attributes(0, c.size()), c.size());
+         c.is_any(t, {"static", "inline", "const", "constexpr", "volatile", "thread_local"}); ++t) {
+      if (c.is(t, "static")) out.replace(ch.begin + c.tok(t).begin, 6, 6, ' ');
+    }
+  }
   return out;
 }
 

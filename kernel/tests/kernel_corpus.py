@@ -11,8 +11,12 @@ THE CORPUS FILE: cells, each opened by a header line
                      expression must be that whole last line)
   //%% decl          declarations (struct, template, function, using, #include): at file scope
   //%% global        variables that later decl cells use: at file scope too
-  //%% error REGEX   must give an error reply whose "ename: evalue" matches REGEX; left out of
-                     the program (compile errors, thrown exceptions, faults)
+  //%% error REGEX   must give an error reply whose "ename: evalue" (and the traceback's other
+                     lines after it) matches REGEX; left out of the program (compile errors,
+                     thrown exceptions, faults)
+  //%% script        statements mixed with functions or classes, which no main() can hold: left
+                     out of the program; its stdout must be the cell's lines that start with
+                     "//> " (after that prefix), one per line
 Text before the first header is a comment.
 
 THE CHECK. Every cell runs in one kernel, in order, through the Jupyter protocol (Debian's
@@ -37,7 +41,7 @@ import time
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "tools"))
 import run_notebooks  # noqa: E402  (kernelspec helper and the output comparison rule)
 
-HEADER = re.compile(r"^//%%\s*(main|value|decl|global|error)\b\s*(.*)$")
+HEADER = re.compile(r"^//%%\s*(main|value|decl|global|error|script)\b\s*(.*)$")
 
 # What the kernel's show_value does (kernel/xgradlab.cpp printer_code), for the program.
 SHOW = r"""
@@ -210,13 +214,20 @@ def main():
         if not km.is_alive():
             problem = "the kernel died"
         elif c.kind == "error":
-            text = f"{reply.get('ename', '')}: {reply.get('evalue', '')}"
+            text = "\n".join(reply.get("traceback") or
+                             [f"{reply.get('ename', '')}: {reply.get('evalue', '')}"])
             if reply["status"] != "error":
                 problem = f"expected an error reply matching {c.arg!r}, got status {reply['status']}"
             elif not re.search(c.arg, text):
                 problem = f"the error {text[:300]!r} does not match {c.arg!r}"
         elif reply["status"] != "ok":
             problem = f"error reply {reply.get('ename')}: {reply.get('evalue', '')[:400]}"
+        elif c.kind == "script":
+            expected = "".join(line[4:] + "\n" for line in c.code.splitlines() if line.startswith("//> "))
+            d = same(expected, got)
+            if d:
+                problem = f"the kernel's output differs from the cell's '//> ' lines, {d}".replace(
+                    "the program printed", "the cell expects")
         elif c.kind in ("main", "value") or got:
             d = same(want.get(c.number, ""), got)
             if d:
