@@ -11,6 +11,10 @@
 //   init-captures. clang 19's Interpreter dies on a capturing lambda at namespace scope and on a
 //   lambda in a top-level statement; inside a function body lambdas work. Top-level variables
 //   stay globals, so later cells see them (and `[=]` / `[&]` refer to them, not copy them).
+// - A cell runs top to bottom, like a script: the rewritten cell comes in parts (a run of
+//   statements, or one variable, each), and each part is parsed and run before the next (clang
+//   19 runs a const variable's initializer before the statements above it in the same input).
+//   An error stops the cell there; the parts before it stay run, and the reply says where.
 // - Each cell is compiled first in a fork()ed, throw-away copy of the kernel (probe_compile):
 //   a cell that fails to compile, or crashes clang, never touches the kernel's Interpreter.
 //   clang 19 keeps a failed cell's template instances without their code, and later cells then
@@ -725,18 +729,23 @@ class Kernel : public xeus::xinterpreter {
           }
         }
       }
-      std::string note;
+      std::vector<std::string> notes;
       if (o.part != std::string::npos && parts.size() > 1) {
         // Where the script stopped: the failed part's first line of code.
         const std::string& p = parts[o.part];
         const std::size_t first = p.find_first_not_of(" \t\r\n");
         const long line = 1 + std::count(p.begin(), p.begin() + (first == std::string::npos ? 0 : first), '\n');
-        note = "note: the cell stopped in its code from line " + std::to_string(line) +
-               (o.part > 0 ? "; the code above it ran (its variables are defined)" : "") +
-               (o.part + 1 < parts.size() ? "; the code after it did not run (its names are not "
-                                            "defined)" : "");
+        notes.push_back("note: the cell stopped in its code from line " + std::to_string(line) +
+                        (o.part > 0 ? "; the code above it ran (its variables are defined)" : "") +
+                        (o.part + 1 < parts.size() ? "; the code after it did not run (its names "
+                                                     "are not defined)" : ""));
       }
-      return error_reply(o, silent, note);
+      if (const std::string missing = missing_symbols(o.evalue); !missing.empty()) {
+        notes.push_back("hint: " + missing + " is declared but not defined when this code runs; a "
+                        "cell runs top to bottom, so define it above the code that uses it (or "
+                        "in an earlier cell)");
+      }
+      return error_reply(o, silent, notes);
     }
     if (g_has_result && !silent) {
       nl::json data = g_result_bundle.is_object() ? g_result_bundle : nl::json::object();
@@ -750,9 +759,21 @@ class Kernel : public xeus::xinterpreter {
     return reply;
   }
 
-  nl::json error_reply(const Outcome& o, bool silent, const std::string& note = "") {
+  // The readable names in a JIT error's "Symbols not found: [ _Z5lateri ]" ("later(int)"), or "".
+  static std::string missing_symbols(const std::string& evalue) {
+    const std::string key = "Symbols not found: [";
+    const std::size_t at = evalue.find(key);
+    const std::size_t end = at == std::string::npos ? at : evalue.find(']', at);
+    if (end == std::string::npos) return {};
+    std::istringstream names(evalue.substr(at + key.size(), end - at - key.size()));
+    std::string out;
+    for (std::string name; names >> name;) out += (out.empty() ? "" : ", ") + gradlab::demangle(name.c_str());
+    return out;
+  }
+
+  nl::json error_reply(const Outcome& o, bool silent, const std::vector<std::string>& notes = {}) {
     std::vector<std::string> traceback = {o.ename + ": " + o.evalue};
-    if (!note.empty()) traceback.push_back(note);
+    traceback.insert(traceback.end(), notes.begin(), notes.end());
     if (!silent) publish_execution_error(o.ename, o.evalue, traceback);
     nl::json reply;
     reply["status"] = "error";

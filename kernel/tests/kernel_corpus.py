@@ -24,8 +24,9 @@ jupyter_client). The corpus is also turned into one C++ program (decl and global
 scope, main and value cells into main(), each followed by a marker line) built with g++ against
 the same libgradlab. For every cell: the kernel is alive afterwards; an error cell gives an error
 reply that matches; any other cell gives an ok reply and its stdout (plus its value and a newline)
-equals what the program printed for it, compared with the notebook rule of
-tools/run_notebooks.py (numbers within one unit of the last digit). stderr is not compared.
+equals what the program printed for it (a script cell: its "//> " lines), compared with the
+notebook rule of tools/run_notebooks.py (numbers within one unit of the last digit). stderr is
+not compared.
 Prints one line per cell and "kernel corpus: OK (N cells)"; exit 1 when any cell fails.
 """
 
