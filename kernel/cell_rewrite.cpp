@@ -477,6 +477,13 @@ std::string rewrite(std::string_view original, unsigned cell_id, std::vector<std
       cuts->push_back(out.size());
       part_runs = false;
     }
+    // NOTE: [[gnu::used]]: a variable is emitted here, not where it is first used (see "Order" in
+    // cell_rewrite.hpp). It goes right after the chunk before (before a comment there), so that a
+    // variable on a line of its own keeps its columns in clang's diagnostics; not on a
+    // preprocessor line, nor before the cell's first chunk.
+    const bool used_before = ch.kind == ChunkKind::Variable && &ch != &chunks.front() &&
+                             (&ch)[-1].kind != ChunkKind::Preprocessor;
+    if (used_before) out.append("[[gnu::used]]");
     out.append(code, copied, ch.begin - copied);  // what lies between chunks (spaces, comments)
     const std::string_view text = std::string_view(code).substr(ch.begin, ch.end - ch.begin);
     part_runs = part_runs || ch.kind == ChunkKind::Statement || ch.kind == ChunkKind::Variable ||
@@ -484,8 +491,8 @@ std::string rewrite(std::string_view original, unsigned cell_id, std::vector<std
     if (ch.kind == ChunkKind::Preprocessor) conditional = std::max(0, conditional + conditional_depth_change(text));
     switch (ch.kind) {
       case ChunkKind::Variable:
-        // NOTE: emitted here, not where it is first used (see "Order" in cell_rewrite.hpp).
-        out.append("[[gnu::used]] ").append(text);
+        if (!used_before) out.append("[[gnu::used]] ");
+        out.append(text);
         break;
       case ChunkKind::Statement:
         if (!in_run) {

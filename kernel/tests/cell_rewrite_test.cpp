@@ -108,7 +108,10 @@ TEST(CellRewrite, WrappedCellKeepsLines) {
   const std::string out = rewrite_cell("double k = 2.0;\nstd::cout << k;\nstd::cout << 1;\nint z;", 7);
   EXPECT_EQ(out,
             "[[gnu::used]] double k = 2.0;\nvoid __gl_cell_7_0() { std::cout << k;\nstd::cout << 1; } "
-            "int __gl_run_7_0 = (__gl_cell_7_0(), 0);\n[[gnu::used]] int z;");
+            "int __gl_run_7_0 = (__gl_cell_7_0(), 0);[[gnu::used]]\nint z;");
+  // [[gnu::used]] goes after the chunk before, ahead of its comment: the variable keeps its columns.
+  EXPECT_EQ(rewrite_cell("struct P {};  // p\nP p;\n#include <map>\nint n;", 2),
+            "struct P {};[[gnu::used]]  // p\nP p;\n#include <map>\n[[gnu::used]] int n;");
   const std::string lam = rewrite_cell("auto f = [&](int a) {\n  return a * k;\n};", 3);
   EXPECT_EQ(lam,
             "inline auto __gl_init_3_0() { return [&](int a) {\n  return a * k;\n}; } auto f = "
@@ -142,11 +145,11 @@ TEST(CellRewrite, PartsRunInOrder) {
   const std::vector<std::string> parts =
       rewrite_cell_parts("x = 3;\nconst double y = x * 2;\nvoid f() {}\nf();\nstruct S {};", 1);
   const std::string run0 = "void __gl_cell_1_0() { x = 3; } int __gl_run_1_0 = (__gl_cell_1_0(), 0);";
-  const std::string y = "[[gnu::used]] const double y = x * 2;";
+  const std::string y = "const double y = x * 2;";
   const std::string run1 = "void __gl_cell_1_1() { f(); } int __gl_run_1_1 = (__gl_cell_1_1(), 0);";
   // Padded to their line and column: a part starts where the previous one ended.
   EXPECT_EQ(parts, (std::vector<std::string>{
-                       run0, std::string(run0.size(), ' ') + "\n" + y,
+                       run0, std::string(run0.size(), ' ') + "[[gnu::used]]\n" + y,
                        std::string(1, '\n').append(y.size(), ' ') + "\nvoid f() {}\n" + run1,
                        std::string(3, '\n').append(run1.size(), ' ') + "\nstruct S {};"}));
   // Consecutive statements stay one run; declarations only: one part; an empty cell: one part.
