@@ -441,28 +441,41 @@ std::string rewrite_captures(std::string_view code) {
 
 namespace {
 
-// `#if`, `#ifdef` and `#ifndef` open a conditional group (+1), `#endif` closes one (-1).
-int conditional_depth_change(std::string_view directive) {
-  std::size_t k = directive.find_first_not_of(" \t", 1);
-  if (k == std::string_view::npos) return 0;
+// The name of a preprocessor directive: "if", "ifdef", "else", "define", ...
+std::string_view directive_name(std::string_view directive) {
+  const std::size_t k = directive.find_first_not_of(" \t", 1);
+  if (k == std::string_view::npos) return {};
   std::size_t e = k;
   while (e < directive.size() && is_ident_char(directive[e])) ++e;
-  const std::string_view name = directive.substr(k, e - k);
-  if (name == "if" || name == "ifdef" || name == "ifndef") return 1;
-  return name == "endif" ? -1 : 0;
+  return directive.substr(k, e - k);
 }
 
-// The rewritten cell; `cuts` gets the offsets into it where a new part starts (see "Order" in
-// cell_rewrite.hpp): before a chunk, when the part so far holds something that runs.
-std::string rewrite(std::string_view original, unsigned cell_id, std::vector<std::size_t>* cuts) {
-  const std::string code = drop_static(rewrite_captures(original));
+// An open conditional group (#if ... #endif) of the cell: its directives so far (the opening
+// one, then #elif / #else), and whether a #define / #undef came after its opening one.
+struct Group {
+  std::vector<std::string_view> directives;
+  bool defines = false;
+};
+
+// Where a part starts (see "Order" in cell_rewrite.hpp). A cut inside conditional groups closes
+// them at the end of the part before (#endif) and opens them again at the start of the next one
+// (their directives, on lines of its padding), so that the same branches are taken.
+struct Cut {
+  std::size_t at;                           ///< offset into the rewritten cell
+  std::vector<std::string_view> directives; ///< the open groups' directives, outermost first
+  std::size_t groups;                       ///< how many groups are open
+};
+
+// The rewritten cell; `cuts` gets where a new part starts: before a chunk, when the part so far
+// holds something that runs. The cell's text is `code`, which outlives the cuts.
+std::string rewrite(const std::string& code, unsigned cell_id, std::vector<Cut>* cuts) {
   const std::vector<Chunk> chunks = split_cell(code);
   const std::string id = std::to_string(cell_id);
   std::string out;
   std::size_t copied = 0;  // code[0, copied) is in out
   unsigned serial = 0;
   bool part_runs = false;  // the current part holds a statement run or a variable
-  int conditional = 0;     // open #if groups: a part does not end inside one
+  std::vector<Group> groups;  // open #if groups
   bool in_run = false;
   std::string run_name;
   auto close_run = [&] {
@@ -473,8 +486,13 @@ std::string rewrite(std::string_view original, unsigned cell_id, std::vector<std
   };
   for (const Chunk& ch : chunks) {
     if (ch.kind != ChunkKind::Statement) close_run();
-    if (part_runs && !in_run && conditional == 0) {
-      cuts->push_back(out.size());
+    // NOTE: not inside a group whose condition a #define / #undef in it may have changed: opened
+    // again, it could take another branch (#ifndef ONCE / #define ONCE / ...).
+    const bool redefined = std::any_of(groups.begin(), groups.end(), [](const Group& g) { return g.defines; });
+    if (part_runs && !in_run && !redefined) {
+      Cut cut{out.size(), {}, groups.size()};
+      for (const Group& g : groups) cut.directives.insert(cut.directives.end(), g.directives.begin(), g.directives.end());
+      cuts->push_back(std::move(cut));
       part_runs = false;
     }
     // NOTE: [[gnu::used]]: a variable is emitted here, not where it is first used (see "Order" in
@@ -488,7 +506,18 @@ std::string rewrite(std::string_view original, unsigned cell_id, std::vector<std
     const std::string_view text = std::string_view(code).substr(ch.begin, ch.end - ch.begin);
     part_runs = part_runs || ch.kind == ChunkKind::Statement || ch.kind == ChunkKind::Variable ||
                 ch.kind == ChunkKind::LambdaVariable;
-    if (ch.kind == ChunkKind::Preprocessor) conditional = std::max(0, conditional + conditional_depth_change(text));
+    if (ch.kind == ChunkKind::Preprocessor) {
+      const std::string_view name = directive_name(text);
+      if (name == "if" || name == "ifdef" || name == "ifndef") {
+        groups.push_back({{text}, false});
+      } else if ((name == "elif" || name == "else") && !groups.empty()) {
+        groups.back().directives.push_back(text);
+      } else if (name == "endif" && !groups.empty()) {
+        groups.pop_back();
+      } else if (name == "define" || name == "undef") {
+        for (Group& g : groups) g.defines = true;
+      }
+    }
     switch (ch.kind) {
       case ChunkKind::Variable:
         if (!used_before) out.append("[[gnu::used]] ");
@@ -568,21 +597,29 @@ std::string rewrite(std::string_view original, unsigned cell_id, std::vector<std
 }  // namespace
 
 std::string rewrite_cell(std::string_view code, unsigned cell_id) {
-  std::vector<std::size_t> cuts;
-  return rewrite(code, cell_id, &cuts);
+  std::vector<Cut> cuts;
+  return rewrite(drop_static(rewrite_captures(code)), cell_id, &cuts);
 }
 
 std::vector<std::string> rewrite_cell_parts(std::string_view code, unsigned cell_id) {
-  std::vector<std::size_t> cuts;
-  const std::string out = rewrite(code, cell_id, &cuts);
-  cuts.push_back(out.size());
+  const std::string cell = drop_static(rewrite_captures(code));
+  std::vector<Cut> cuts;
+  const std::string out = rewrite(cell, cell_id, &cuts);
+  cuts.push_back({out.size(), {}, 0});
   std::vector<std::string> parts;
   std::size_t from = 0, line = 0, column = 0;  // line and column of out[from]
-  for (const std::size_t to : cuts) {
-    std::string part(line, '\n');
-    part.append(column, ' ').append(out, from, to - from);
+  const Cut* opened = nullptr;                 // the cut the part starts at
+  for (const Cut& cut : cuts) {
+    // Padding: the groups opened again (on the first lines), newlines, spaces.
+    std::string part;
+    if (opened != nullptr) {
+      for (const std::string_view d : opened->directives) part.append(d).push_back('\n');
+    }
+    const auto lines = static_cast<std::size_t>(std::count(part.begin(), part.end(), '\n'));
+    part.append(line > lines ? line - lines : 0, '\n').append(column, ' ').append(out, from, cut.at - from);
+    for (std::size_t g = 0; g < cut.groups; ++g) part.append("\n#endif");
     parts.push_back(std::move(part));
-    for (; from < to; ++from) {
+    for (; from < cut.at; ++from) {
       if (out[from] == '\n') {
         ++line;
         column = 0;
@@ -590,6 +627,7 @@ std::vector<std::string> rewrite_cell_parts(std::string_view code, unsigned cell
         ++column;
       }
     }
+    opened = &cut;
   }
   return parts;
 }

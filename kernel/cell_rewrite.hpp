@@ -36,9 +36,13 @@
 //     a copy of its own (a static variable initialized again, a function's static local counting
 //     from 0 again). `static` on a top-level variable or function is blanked out (a notebook has
 //     no other translation unit for it to hide from).
-// A conditional group (#if ... #endif) stays in one part. What is left: a function declared
-// before statements that call it and defined after them in the same cell is not yet defined when
-// those statements run (the JIT says "Symbols not found"); define it before the calls.
+// A part cut inside conditional groups (#if ... #endif) closes them (#endif at its end), and the
+// next part opens them again (their #if / #elif / #else lines, on lines of its padding), so the
+// preprocessor takes the same branches; but a group after a #define or #undef in it is not cut
+// (opened again, `#ifndef ONCE` / `#define ONCE` would take the other branch): there clang's own
+// order applies. What is left: a function declared before statements that call it and defined
+// after them in the same cell is not yet defined when those statements run (the JIT says
+// "Symbols not found"); define it before the calls.
 // Lines keep their numbers (the generated text is added on the lines of the chunk), so clang's
 // diagnostics still point at the user's line.
 //

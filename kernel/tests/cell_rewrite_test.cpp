@@ -157,8 +157,16 @@ TEST(CellRewrite, PartsRunInOrder) {
   EXPECT_EQ(rewrite_cell_parts("#include <vector>\nstruct P {};\nint g() { return 1; }", 3).size(), 1u);
   EXPECT_EQ(rewrite_cell_parts("// nothing", 4), (std::vector<std::string>{"// nothing"}));
   EXPECT_EQ(rewrite_cell_parts("int a = 1;\nint b = a;\nconst auto [c, d] = p;", 5).size(), 3u);
-  // A part does not end inside #if ... #endif.
-  EXPECT_EQ(rewrite_cell_parts("#ifdef X\na();\nint b = 1;\n#endif\nc();", 6).size(), 2u);
+  // Inside #if ... #endif a part closes the open groups, and the next opens them again on its
+  // padding lines: the same branches, the same line numbers.
+  EXPECT_EQ(rewrite_cell_parts("#if A\n#else\na();\nint b = 1;\n#endif\nc();", 6),
+            (std::vector<std::string>{
+                "#if A\n#else\nvoid __gl_cell_6_0() { a(); } int __gl_run_6_0 = (__gl_cell_6_0(), 0);\n#endif",
+                "#if A\n#else\n" + std::string(70, ' ') + "[[gnu::used]]\nint b = 1;\n#endif",
+                "#if A\n#else\n\n" + std::string(10, ' ') +
+                    "\n#endif\nvoid __gl_cell_6_1() { c(); } int __gl_run_6_1 = (__gl_cell_6_1(), 0);"}));
+  // ... but not inside a group after a #define or #undef: opened again, it may take another branch.
+  EXPECT_EQ(rewrite_cell_parts("#ifndef ONCE\n#define ONCE\na();\nint b = 1;\n#endif\nc();", 7).size(), 2u);
   // Each part, without its padding, is the next piece of rewrite_cell, on the same line and column.
   const std::string cell = "int k = 1;\n#include <map>\nk = 2; auto g = [k] { return k; };\nconst int m = g();\nm";
   std::string joined;
