@@ -461,9 +461,9 @@ struct Group {
 // them at the end of the part before (#endif) and opens them again at the start of the next one
 // (their directives, on lines of its padding), so that the same branches are taken.
 struct Cut {
-  std::size_t at;                           ///< offset into the rewritten cell
-  std::vector<std::string_view> directives; ///< the open groups' directives, outermost first
-  std::size_t groups;                       ///< how many groups are open
+  std::size_t at;                            ///< offset into the rewritten cell
+  std::vector<std::string_view> directives;  ///< the open groups' directives, outermost first
+  std::size_t groups;                        ///< how many groups are open
 };
 
 // The rewritten cell; `cuts` gets where a new part starts: before a chunk, when the part so far
@@ -474,7 +474,7 @@ std::string rewrite(const std::string& code, unsigned cell_id, std::vector<Cut>*
   std::string out;
   std::size_t copied = 0;  // code[0, copied) is in out
   unsigned serial = 0;
-  bool part_runs = false;  // the current part holds a statement run or a variable
+  bool part_runs = false;     // the current part holds a statement run or a variable
   std::vector<Group> groups;  // open #if groups
   bool in_run = false;
   std::string run_name;
@@ -488,10 +488,12 @@ std::string rewrite(const std::string& code, unsigned cell_id, std::vector<Cut>*
     if (ch.kind != ChunkKind::Statement) close_run();
     // NOTE: not inside a group whose condition a #define / #undef in it may have changed: opened
     // again, it could take another branch (#ifndef ONCE / #define ONCE / ...).
-    const bool redefined = std::any_of(groups.begin(), groups.end(), [](const Group& g) { return g.defines; });
+    const bool redefined =
+        std::any_of(groups.begin(), groups.end(), [](const Group& g) { return g.defines; });
     if (part_runs && !in_run && !redefined) {
       Cut cut{out.size(), {}, groups.size()};
-      for (const Group& g : groups) cut.directives.insert(cut.directives.end(), g.directives.begin(), g.directives.end());
+      for (const Group& g : groups)
+        cut.directives.insert(cut.directives.end(), g.directives.begin(), g.directives.end());
       cuts->push_back(std::move(cut));
       part_runs = false;
     }
@@ -616,7 +618,8 @@ std::vector<std::string> rewrite_cell_parts(std::string_view code, unsigned cell
       for (const std::string_view d : opened->directives) part.append(d).push_back('\n');
     }
     const auto lines = static_cast<std::size_t>(std::count(part.begin(), part.end(), '\n'));
-    part.append(line > lines ? line - lines : 0, '\n').append(column, ' ').append(out, from, cut.at - from);
+    part.append(line > lines ? line - lines : 0, '\n').append(column, ' ');
+    part.append(out, from, cut.at - from);
     for (std::size_t g = 0; g < cut.groups; ++g) part.append("\n#endif");
     parts.push_back(std::move(part));
     for (; from < cut.at; ++from) {

@@ -734,7 +734,8 @@ class Kernel : public xeus::xinterpreter {
         // Where the script stopped: the failed part's first line of code.
         const std::string& p = parts[o.part];
         const std::size_t first = p.find_first_not_of(" \t\r\n");
-        const long line = 1 + std::count(p.begin(), p.begin() + (first == std::string::npos ? 0 : first), '\n');
+        const auto code_at = p.begin() + static_cast<long>(first == std::string::npos ? 0 : first);
+        const long line = 1 + std::count(p.begin(), code_at, '\n');
         notes.push_back("note: the cell stopped in its code from line " + std::to_string(line) +
                         (o.part > 0 ? "; the code above it ran (its variables are defined)" : "") +
                         (o.part + 1 < parts.size() ? "; the code after it did not run (its names "
@@ -767,7 +768,8 @@ class Kernel : public xeus::xinterpreter {
     if (end == std::string::npos) return {};
     std::istringstream names(evalue.substr(at + key.size(), end - at - key.size()));
     std::string out;
-    for (std::string name; names >> name;) out += (out.empty() ? "" : ", ") + gradlab::demangle(name.c_str());
+    for (std::string name; names >> name;)
+      out += (out.empty() ? "" : ", ") + gradlab::demangle(name.c_str());
     return out;
   }
 
