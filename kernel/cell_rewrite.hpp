@@ -43,8 +43,9 @@
 // order applies. What is left: a function declared before statements that call it and defined
 // after them in the same cell is not yet defined when those statements run (the JIT says
 // "Symbols not found"); define it before the calls.
-// Lines keep their numbers (the generated text is added on the lines of the chunk), so clang's
-// diagnostics still point at the user's line.
+// Lines keep their numbers (the generated text is added on the lines of the chunk, a variable's
+// [[gnu::used]] at the end of the line before when it can, and each part is padded to its place),
+// so clang's diagnostics still point at the user's line.
 //
 // Captures: a top-level variable is a global, and clang rejects a global in an explicit capture
 // ("cannot be captured because it does not have automatic storage duration"). So `[x]` becomes
