@@ -1,5 +1,6 @@
 #include "cell_rewrite.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <initializer_list>
 
@@ -438,13 +439,43 @@ std::string rewrite_captures(std::string_view code) {
   return out;
 }
 
-std::string rewrite_cell(std::string_view original, unsigned cell_id) {
-  const std::string code = rewrite_captures(original);
+namespace {
+
+// The name of a preprocessor directive: "if", "ifdef", "else", "define", ...
+std::string_view directive_name(std::string_view directive) {
+  const std::size_t k = directive.find_first_not_of(" \t", 1);
+  if (k == std::string_view::npos) return {};
+  std::size_t e = k;
+  while (e < directive.size() && is_ident_char(directive[e])) ++e;
+  return directive.substr(k, e - k);
+}
+
+// An open conditional group (#if ... #endif) of the cell: its directives so far (the opening
+// one, then #elif / #else), and whether a #define / #undef came after its opening one.
+struct Group {
+  std::vector<std::string_view> directives;
+  bool defines = false;
+};
+
+// Where a part starts (see "Order" in cell_rewrite.hpp). A cut inside conditional groups closes
+// them at the end of the part before (#endif) and opens them again at the start of the next one
+// (their directives, on lines of its padding), so that the same branches are taken.
+struct Cut {
+  std::size_t at;                            ///< offset into the rewritten cell
+  std::vector<std::string_view> directives;  ///< the open groups' directives, outermost first
+  std::size_t groups;                        ///< how many groups are open
+};
+
+// The rewritten cell; `cuts` gets where a new part starts: before a chunk, when the part so far
+// holds something that runs. The cell's text is `code`, which outlives the cuts.
+std::string rewrite(const std::string& code, unsigned cell_id, std::vector<Cut>* cuts) {
   const std::vector<Chunk> chunks = split_cell(code);
   const std::string id = std::to_string(cell_id);
   std::string out;
   std::size_t copied = 0;  // code[0, copied) is in out
   unsigned serial = 0;
+  bool part_runs = false;     // the current part holds a statement run or a variable
+  std::vector<Group> groups;  // open #if groups
   bool in_run = false;
   std::string run_name;
   auto close_run = [&] {
@@ -455,9 +486,45 @@ std::string rewrite_cell(std::string_view original, unsigned cell_id) {
   };
   for (const Chunk& ch : chunks) {
     if (ch.kind != ChunkKind::Statement) close_run();
+    // NOTE: not inside a group whose condition a #define / #undef in it may have changed: opened
+    // again, it could take another branch (#ifndef ONCE / #define ONCE / ...).
+    const bool redefined =
+        std::any_of(groups.begin(), groups.end(), [](const Group& g) { return g.defines; });
+    if (part_runs && !in_run && !redefined) {
+      Cut cut{out.size(), {}, groups.size()};
+      for (const Group& g : groups)
+        cut.directives.insert(cut.directives.end(), g.directives.begin(), g.directives.end());
+      cuts->push_back(std::move(cut));
+      part_runs = false;
+    }
+    // NOTE: [[gnu::used]]: a variable is emitted here, not where it is first used (see "Order" in
+    // cell_rewrite.hpp). It goes right after the chunk before (before a comment there), so that a
+    // variable on a line of its own keeps its columns in clang's diagnostics; not on a
+    // preprocessor line, nor before the cell's first chunk.
+    const bool used_before = ch.kind == ChunkKind::Variable && &ch != &chunks.front() &&
+                             (&ch)[-1].kind != ChunkKind::Preprocessor;
+    if (used_before) out.append("[[gnu::used]]");
     out.append(code, copied, ch.begin - copied);  // what lies between chunks (spaces, comments)
     const std::string_view text = std::string_view(code).substr(ch.begin, ch.end - ch.begin);
+    part_runs = part_runs || ch.kind == ChunkKind::Statement || ch.kind == ChunkKind::Variable ||
+                ch.kind == ChunkKind::LambdaVariable;
+    if (ch.kind == ChunkKind::Preprocessor) {
+      const std::string_view name = directive_name(text);
+      if (name == "if" || name == "ifdef" || name == "ifndef") {
+        groups.push_back({{text}, false});
+      } else if ((name == "elif" || name == "else") && !groups.empty()) {
+        groups.back().directives.push_back(text);
+      } else if (name == "endif" && !groups.empty()) {
+        groups.pop_back();
+      } else if (name == "define" || name == "undef") {
+        for (Group& g : groups) g.defines = true;
+      }
+    }
     switch (ch.kind) {
+      case ChunkKind::Variable:
+        if (!used_before) out.append("[[gnu::used]] ");
+        out.append(text);
+        break;
       case ChunkKind::Statement:
         if (!in_run) {
           run_name = id + "_" + std::to_string(serial++);
@@ -526,6 +593,59 @@ std::string rewrite_cell(std::string_view original, unsigned cell_id) {
   }
   close_run();
   out.append(code, copied, std::string::npos);
+  return out;
+}
+
+}  // namespace
+
+std::string rewrite_cell(std::string_view code, unsigned cell_id) {
+  std::vector<Cut> cuts;
+  return rewrite(drop_static(rewrite_captures(code)), cell_id, &cuts);
+}
+
+std::vector<std::string> rewrite_cell_parts(std::string_view code, unsigned cell_id) {
+  const std::string cell = drop_static(rewrite_captures(code));
+  std::vector<Cut> cuts;
+  const std::string out = rewrite(cell, cell_id, &cuts);
+  cuts.push_back({out.size(), {}, 0});
+  std::vector<std::string> parts;
+  std::size_t from = 0, line = 0, column = 0;  // line and column of out[from]
+  const Cut* opened = nullptr;                 // the cut the part starts at
+  for (const Cut& cut : cuts) {
+    // Padding: the groups opened again (on the first lines), newlines, spaces.
+    std::string part;
+    if (opened != nullptr) {
+      for (const std::string_view d : opened->directives) part.append(d).push_back('\n');
+    }
+    const auto lines = static_cast<std::size_t>(std::count(part.begin(), part.end(), '\n'));
+    part.append(line > lines ? line - lines : 0, '\n').append(column, ' ');
+    part.append(out, from, cut.at - from);
+    for (std::size_t g = 0; g < cut.groups; ++g) part.append("\n#endif");
+    parts.push_back(std::move(part));
+    for (; from < cut.at; ++from) {
+      if (out[from] == '\n') {
+        ++line;
+        column = 0;
+      } else {
+        ++column;
+      }
+    }
+    opened = &cut;
+  }
+  return parts;
+}
+
+std::string drop_static(std::string_view code) {
+  std::string out(code);
+  for (const Chunk& ch : split_cell(code)) {
+    if (ch.kind == ChunkKind::Preprocessor || ch.kind == ChunkKind::Statement) continue;
+    const Cell c(code.substr(ch.begin, ch.end - ch.begin));
+    // The leading specifiers: `static`, `static inline`, `const static`, `constexpr static`, ...
+    for (std::size_t t = c.skip_template_heads(c.skip_attributes(0, c.size()), c.size());
+         c.is_any(t, {"static", "inline", "const", "constexpr", "volatile", "thread_local"}); ++t) {
+      if (c.is(t, "static")) out.replace(ch.begin + c.tok(t).begin, 6, 6, ' ');
+    }
+  }
   return out;
 }
 

@@ -11,6 +11,10 @@
 //   init-captures. clang 19's Interpreter dies on a capturing lambda at namespace scope and on a
 //   lambda in a top-level statement; inside a function body lambdas work. Top-level variables
 //   stay globals, so later cells see them (and `[=]` / `[&]` refer to them, not copy them).
+// - A cell runs top to bottom, like a script: the rewritten cell comes in parts (a run of
+//   statements, or one variable, each), and each part is parsed and run before the next (clang
+//   19 runs a const variable's initializer before the statements above it in the same input).
+//   An error stops the cell there; the parts before it stay run, and the reply says where.
 // - Each cell is compiled first in a fork()ed, throw-away copy of the kernel (probe_compile):
 //   a cell that fails to compile, or crashes clang, never touches the kernel's Interpreter.
 //   clang 19 keeps a failed cell's template instances without their code, and later cells then
@@ -55,6 +59,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -266,6 +271,9 @@ class Worker {
 struct Outcome {
   enum Kind { Ok, CompileError, Exception, Fault } kind = Ok;
   std::string ename, evalue;
+  /// The part of the cell (rewrite_cell_parts) that failed in the kernel; npos when none did
+  /// (it ran, or it failed to compile in the throw-away copy: then nothing of it ran).
+  std::size_t part = std::string::npos;
 };
 
 class Kernel : public xeus::xinterpreter {
@@ -443,12 +451,20 @@ class Kernel : public xeus::xinterpreter {
   // On the worker thread: one input through the Interpreter; C++ exceptions are caught here,
   // and a fault (SIGSEGV, ...) in the cell's code ends the cell (see on_fault).
   Outcome parse_and_execute(const std::string& code) {
+    return parse_and_execute(std::vector<std::string>{code});
+  }
+  // A rewritten cell's parts (cell_rewrite.hpp, "Order"): all are compiled first (probe_compile),
+  // then each is parsed and run before the next is parsed; the first that fails ends the cell,
+  // and the parts before it stay run (a script stopped at an error). o.part says which failed.
+  Outcome parse_and_execute(const std::vector<std::string>& parts) {
     Outcome o;
     sigjmp_buf jump;
-    // NOTE: `volatile`: read after siglongjmp, so it must not live in a register.
+    // NOTE: `volatile`: read after siglongjmp, so they must not live in a register.
     volatile bool parsing = true;
+    volatile std::size_t k = 0;
     if (sigsetjmp(jump, 1) != 0) {
       o.kind = Outcome::Fault;
+      o.part = k;
       o.ename = "SegmentationFault";
       if (t_fault_signal == SIGFPE) o.ename = "FloatingPointError";
       if (t_fault_signal != SIGSEGV && t_fault_signal != SIGFPE) o.ename = "FatalSignal";
@@ -461,24 +477,28 @@ class Kernel : public xeus::xinterpreter {
       pipes_.flush_streams();
       return o;
     }
-    if (probe_ && !probe_compile(code, &o)) return o;
+    if (probe_ && !probe_compile(parts, &o)) return o;
     t_fault_jump = &jump;
     try {
-      llvm::Expected<clang::PartialTranslationUnit&> ptu = interp_->Parse(code);
-      if (!ptu) {
-        o.kind = Outcome::CompileError;
-        o.ename = "CompilationError";
-        o.evalue = llvm::toString(ptu.takeError());
-      } else {
-        parsing = false;
-        if (llvm::Error e = interp_->Execute(*ptu)) {
-          // The JIT could not link the cell (a symbol missing): take its declarations back, so
-          // that a corrected cell can define them again.
+      for (; k < parts.size() && o.kind == Outcome::Ok; k = k + 1) {
+        o.part = k;
+        parsing = true;
+        llvm::Expected<clang::PartialTranslationUnit&> ptu = interp_->Parse(parts[k]);
+        if (!ptu) {
           o.kind = Outcome::CompileError;
           o.ename = "CompilationError";
-          o.evalue = llvm::toString(std::move(e));
-          if (llvm::Error u = interp_->Undo()) llvm::consumeError(std::move(u));
-          absorb_failed_initializer();
+          o.evalue = llvm::toString(ptu.takeError());
+        } else {
+          parsing = false;
+          if (llvm::Error e = interp_->Execute(*ptu)) {
+            // The JIT could not link the part (a symbol missing): take its declarations back, so
+            // that a corrected cell can define them again.
+            o.kind = Outcome::CompileError;
+            o.ename = "CompilationError";
+            o.evalue = llvm::toString(std::move(e));
+            if (llvm::Error u = interp_->Undo()) llvm::consumeError(std::move(u));
+            absorb_failed_initializer();
+          }
         }
       }
     } catch (const std::exception& e) {
@@ -527,7 +547,7 @@ class Kernel : public xeus::xinterpreter {
   // The child is forked from the worker thread, the only thread that uses clang and LLVM, while
   // it holds no lock of theirs; glibc makes malloc safe after fork; the child touches no zmq.
   // Returns true when the cell compiles; otherwise fills `o` (its diagnostics went to stderr).
-  bool probe_compile(const std::string& code, Outcome* o) {
+  bool probe_compile(const std::vector<std::string>& parts, Outcome* o) {
     pipes_.flush_streams();
     int msg[2];
     FILE* diag = std::tmpfile();
@@ -543,12 +563,20 @@ class Kernel : public xeus::xinterpreter {
       // (otherwise the kernel's own parse prints its warnings once).
       const int cell_err = dup(STDERR_FILENO);
       dup2(fileno(diag), STDERR_FILENO);
-      llvm::Expected<clang::PartialTranslationUnit&> ptu = interp_->Parse(code);
+      // The parts one after the other, as the kernel will parse them (each sees the ones before).
+      bool ok = true;
       std::string text;
-      if (!ptu) text = llvm::toString(ptu.takeError());
+      for (const std::string& part : parts) {
+        llvm::Expected<clang::PartialTranslationUnit&> ptu = interp_->Parse(part);
+        if (!ptu) {
+          text = llvm::toString(ptu.takeError());
+          ok = false;
+          break;
+        }
+      }
       llvm::errs().flush();
       std::fflush(stderr);
-      if (!ptu) {
+      if (!ok) {
         char buf[1 << 14];
         lseek(fileno(diag), 0, SEEK_SET);
         for (ssize_t got; (got = read(fileno(diag), buf, sizeof buf)) > 0;)
@@ -559,7 +587,7 @@ class Kernel : public xeus::xinterpreter {
         if (put <= 0) break;
         at += static_cast<std::size_t>(put);
       }
-      std::_Exit(ptu ? 0 : 1);
+      std::_Exit(ok ? 0 : 1);
     }
     close(msg[1]);
     std::fclose(diag);
@@ -654,9 +682,11 @@ class Kernel : public xeus::xinterpreter {
       source = code.substr(0, prefix_end) + " xgradlab_detail::show([]() -> decltype(auto) { return (" +
                expr + "\n); });";
     }
-    // Statements into wrapper functions, lambda initializers into init functions (see
-    // cell_rewrite.hpp); the serial number keeps the generated names unique.
-    if (rewrite_) source = rewrite_cell(source, ++cell_serial_);
+    // Statements into wrapper functions, lambda initializers into init functions, and the cell
+    // into parts run one after the other (see cell_rewrite.hpp); the serial number keeps the
+    // generated names unique.
+    const std::vector<std::string> parts =
+        rewrite_ ? rewrite_cell_parts(source, ++cell_serial_) : std::vector<std::string>{source};
     std::string stderr_text;  // kept to find the compiler's first error line
     auto publish = [&] {
       for (OutputPipes::Event& e : pipes_.take_events()) {
@@ -675,7 +705,7 @@ class Kernel : public xeus::xinterpreter {
     g_interrupted = false;
     g_clear_interrupt();
     g_running_cell = true;
-    worker_.run([&] { o = parse_and_execute(source); }, publish);
+    worker_.run([&] { o = parse_and_execute(parts); }, publish);
     g_running_cell = false;
     g_clear_interrupt();  // a request no safe point saw must not stop the next cell
     publish();
@@ -699,7 +729,24 @@ class Kernel : public xeus::xinterpreter {
           }
         }
       }
-      return error_reply(o, silent);
+      std::vector<std::string> notes;
+      if (o.part != std::string::npos && parts.size() > 1) {
+        // Where the script stopped: the failed part's first line of code.
+        const std::string& p = parts[o.part];
+        const std::size_t first = p.find_first_not_of(" \t\r\n");
+        const auto code_at = p.begin() + static_cast<long>(first == std::string::npos ? 0 : first);
+        const long line = 1 + std::count(p.begin(), code_at, '\n');
+        notes.push_back("note: the cell stopped in its code from line " + std::to_string(line) +
+                        (o.part > 0 ? "; the code above it ran (its variables are defined)" : "") +
+                        (o.part + 1 < parts.size() ? "; the code after it did not run (its names "
+                                                     "are not defined)" : ""));
+      }
+      if (const std::string missing = missing_symbols(o.evalue); !missing.empty()) {
+        notes.push_back("hint: " + missing + " is declared but not defined when this code runs; a "
+                        "cell runs top to bottom, so define it above the code that uses it (or "
+                        "in an earlier cell)");
+      }
+      return error_reply(o, silent, notes);
     }
     if (g_has_result && !silent) {
       nl::json data = g_result_bundle.is_object() ? g_result_bundle : nl::json::object();
@@ -713,8 +760,22 @@ class Kernel : public xeus::xinterpreter {
     return reply;
   }
 
-  nl::json error_reply(const Outcome& o, bool silent) {
+  // The readable names in a JIT error's "Symbols not found: [ _Z5lateri ]" ("later(int)"), or "".
+  static std::string missing_symbols(const std::string& evalue) {
+    const std::string key = "Symbols not found: [";
+    const std::size_t at = evalue.find(key);
+    const std::size_t end = at == std::string::npos ? at : evalue.find(']', at);
+    if (end == std::string::npos) return {};
+    std::istringstream names(evalue.substr(at + key.size(), end - at - key.size()));
+    std::string out;
+    for (std::string name; names >> name;)
+      out += (out.empty() ? "" : ", ") + gradlab::demangle(name.c_str());
+    return out;
+  }
+
+  nl::json error_reply(const Outcome& o, bool silent, const std::vector<std::string>& notes = {}) {
     std::vector<std::string> traceback = {o.ename + ": " + o.evalue};
+    traceback.insert(traceback.end(), notes.begin(), notes.end());
     if (!silent) publish_execution_error(o.ename, o.evalue, traceback);
     nl::json reply;
     reply["status"] = "error";

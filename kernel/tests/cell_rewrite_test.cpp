@@ -4,12 +4,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 using xgradlab::ChunkKind;
+using xgradlab::drop_static;
 using xgradlab::rewrite_captures;
 using xgradlab::rewrite_cell;
+using xgradlab::rewrite_cell_parts;
 using xgradlab::split_cell;
 using xgradlab::trailing_expression_begin;
 
@@ -103,9 +106,14 @@ TEST(CellRewrite, Captures) {
 
 TEST(CellRewrite, WrappedCellKeepsLines) {
   const std::string out = rewrite_cell("double k = 2.0;\nstd::cout << k;\nstd::cout << 1;\nint z;", 7);
-  EXPECT_EQ(out,
-            "double k = 2.0;\nvoid __gl_cell_7_0() { std::cout << k;\nstd::cout << 1; } "
-            "int __gl_run_7_0 = (__gl_cell_7_0(), 0);\nint z;");
+  EXPECT_EQ(
+      out,
+      "[[gnu::used]] double k = 2.0;\nvoid __gl_cell_7_0() { std::cout << k;\nstd::cout << 1; } "
+      "int __gl_run_7_0 = (__gl_cell_7_0(), 0);[[gnu::used]]\nint z;");
+  // [[gnu::used]] goes after the chunk before, ahead of its comment: the variable keeps its
+  // columns.
+  EXPECT_EQ(rewrite_cell("struct P {};  // p\nP p;\n#include <map>\nint n;", 2),
+            "struct P {};[[gnu::used]]  // p\nP p;\n#include <map>\n[[gnu::used]] int n;");
   const std::string lam = rewrite_cell("auto f = [&](int a) {\n  return a * k;\n};", 3);
   EXPECT_EQ(lam,
             "inline auto __gl_init_3_0() { return [&](int a) {\n  return a * k;\n}; } auto f = "
@@ -131,6 +139,76 @@ TEST(CellRewrite, WrappedCellKeepsLines) {
   EXPECT_EQ(rewrite_cell("std::for_each(v.begin(), v.end(), [k](int& e) { e *= k; });", 5),
             "void __gl_cell_5_0() { std::for_each(v.begin(), v.end(), [k = k](int& e) { e *= k; }); } "
             "int __gl_run_5_0 = (__gl_cell_5_0(), 0);");
+}
+
+// The cell in parts that run one after the other (cell_rewrite.hpp, "Order"): at most one thing
+// that runs per part, after the declarations before it.
+TEST(CellRewrite, PartsRunInOrder) {
+  const std::vector<std::string> parts =
+      rewrite_cell_parts("x = 3;\nconst double y = x * 2;\nvoid f() {}\nf();\nstruct S {};", 1);
+  const std::string run0 =
+      "void __gl_cell_1_0() { x = 3; } int __gl_run_1_0 = (__gl_cell_1_0(), 0);";
+  const std::string y = "const double y = x * 2;";
+  const std::string run1 = "void __gl_cell_1_1() { f(); } int __gl_run_1_1 = (__gl_cell_1_1(), 0);";
+  // Padded to their line and column: a part starts where the previous one ended.
+  EXPECT_EQ(parts, (std::vector<std::string>{
+                       run0, std::string(run0.size(), ' ') + "[[gnu::used]]\n" + y,
+                       std::string(1, '\n').append(y.size(), ' ') + "\nvoid f() {}\n" + run1,
+                       std::string(3, '\n').append(run1.size(), ' ') + "\nstruct S {};"}));
+  // Consecutive statements stay one run; declarations only: one part; an empty cell: one part.
+  EXPECT_EQ(rewrite_cell_parts("a();\nb();", 2).size(), 1u);
+  EXPECT_EQ(rewrite_cell_parts("#include <vector>\nstruct P {};\nint g() { return 1; }", 3).size(),
+            1u);
+  EXPECT_EQ(rewrite_cell_parts("// nothing", 4), (std::vector<std::string>{"// nothing"}));
+  EXPECT_EQ(rewrite_cell_parts("int a = 1;\nint b = a;\nconst auto [c, d] = p;", 5).size(), 3u);
+  // Inside #if ... #endif a part closes the open groups, and the next opens them again on its
+  // padding lines: the same branches, the same line numbers.
+  EXPECT_EQ(
+      rewrite_cell_parts("#if A\n#else\na();\nint b = 1;\n#endif\nc();", 6),
+      (std::vector<std::string>{
+          "#if A\n#else\nvoid __gl_cell_6_0() { a(); } int __gl_run_6_0 = (__gl_cell_6_0(), "
+          "0);\n#endif",
+          "#if A\n#else\n" + std::string(70, ' ') + "[[gnu::used]]\nint b = 1;\n#endif",
+          "#if A\n#else\n\n" + std::string(10, ' ') +
+              "\n#endif\nvoid __gl_cell_6_1() { c(); } int __gl_run_6_1 = (__gl_cell_6_1(), 0);"}));
+  // ... but not inside a group after a #define or #undef: opened again, it may take another branch.
+  EXPECT_EQ(
+      rewrite_cell_parts("#ifndef ONCE\n#define ONCE\na();\nint b = 1;\n#endif\nc();", 7).size(),
+      2u);
+  // Each part, without its padding, is the next piece of rewrite_cell, on the same line and column.
+  const std::string cell =
+      "int k = 1;\n#include <map>\nk = 2; auto g = [k] { return k; };\nconst int m = g();\nm";
+  std::string joined;
+  for (const std::string& part : rewrite_cell_parts(cell, 9)) {
+    const std::size_t lines =
+        static_cast<std::size_t>(std::count(joined.begin(), joined.end(), '\n'));
+    const std::size_t last_newline = joined.rfind('\n');
+    const std::size_t column =
+        joined.size() - (last_newline == std::string::npos ? 0 : last_newline + 1);
+    ASSERT_GE(part.size(), lines + column);
+    EXPECT_EQ(part.substr(0, lines + column), std::string(lines, '\n') + std::string(column, ' '));
+    joined += part.substr(lines + column);
+  }
+  EXPECT_EQ(joined, rewrite_cell(cell, 9));
+}
+
+TEST(CellRewrite, StaticIsDropped) {
+  // Columns stay: `static` becomes six spaces.
+  EXPECT_EQ(drop_static("static int hits = 0;"), "       int hits = 0;");
+  EXPECT_EQ(drop_static("const static double c = f();"), "const        double c = f();");
+  EXPECT_EQ(drop_static("static inline int n = 1;"), "       inline int n = 1;");
+  EXPECT_EQ(drop_static("static int tick() { static int n = 0; return ++n; }"),
+            "       int tick() { static int n = 0; return ++n; }");
+  EXPECT_EQ(drop_static("template <class T> static T sq(T a) { return a * a; }"),
+            "template <class T>        T sq(T a) { return a * a; }");
+  EXPECT_EQ(drop_static("static auto f = [&] { return 1; };"),
+            "       auto f = [&] { return 1; };");
+  // Not a top-level variable's or function's `static`: left alone.
+  for (const char* same : {"struct S { static int k; };", "static_assert(sizeof(int) == 4);",
+                           "int n = static_cast<int>(2.5);", "{ static int once = 0; }",
+                           "for (;;) { static int z; break; }", "#define STATIC static"}) {
+    EXPECT_EQ(drop_static(same), same);
+  }
 }
 
 TEST(CellRewrite, TrailingExpression) {

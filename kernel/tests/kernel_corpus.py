@@ -11,8 +11,12 @@ THE CORPUS FILE: cells, each opened by a header line
                      expression must be that whole last line)
   //%% decl          declarations (struct, template, function, using, #include): at file scope
   //%% global        variables that later decl cells use: at file scope too
-  //%% error REGEX   must give an error reply whose "ename: evalue" matches REGEX; left out of
-                     the program (compile errors, thrown exceptions, faults)
+  //%% error REGEX   must give an error reply whose "ename: evalue" (and the traceback's other
+                     lines after it) matches REGEX; left out of the program (compile errors,
+                     thrown exceptions, faults)
+  //%% script        statements mixed with functions or classes, which no main() can hold: left
+                     out of the program; its stdout must be the cell's lines that start with
+                     "//> " (after that prefix), one per line
 Text before the first header is a comment.
 
 THE CHECK. Every cell runs in one kernel, in order, through the Jupyter protocol (Debian's
@@ -20,8 +24,9 @@ jupyter_client). The corpus is also turned into one C++ program (decl and global
 scope, main and value cells into main(), each followed by a marker line) built with g++ against
 the same libgradlab. For every cell: the kernel is alive afterwards; an error cell gives an error
 reply that matches; any other cell gives an ok reply and its stdout (plus its value and a newline)
-equals what the program printed for it, compared with the notebook rule of
-tools/run_notebooks.py (numbers within one unit of the last digit). stderr is not compared.
+equals what the program printed for it (a script cell: its "//> " lines), compared with the
+notebook rule of tools/run_notebooks.py (numbers within one unit of the last digit). stderr is
+not compared.
 Prints one line per cell and "kernel corpus: OK (N cells)"; exit 1 when any cell fails.
 """
 
@@ -37,7 +42,7 @@ import time
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "tools"))
 import run_notebooks  # noqa: E402  (kernelspec helper and the output comparison rule)
 
-HEADER = re.compile(r"^//%%\s*(main|value|decl|global|error)\b\s*(.*)$")
+HEADER = re.compile(r"^//%%\s*(main|value|decl|global|error|script)\b\s*(.*)$")
 
 # What the kernel's show_value does (kernel/xgradlab.cpp printer_code), for the program.
 SHOW = r"""
@@ -210,13 +215,20 @@ def main():
         if not km.is_alive():
             problem = "the kernel died"
         elif c.kind == "error":
-            text = f"{reply.get('ename', '')}: {reply.get('evalue', '')}"
+            text = "\n".join(reply.get("traceback") or
+                             [f"{reply.get('ename', '')}: {reply.get('evalue', '')}"])
             if reply["status"] != "error":
                 problem = f"expected an error reply matching {c.arg!r}, got status {reply['status']}"
             elif not re.search(c.arg, text):
                 problem = f"the error {text[:300]!r} does not match {c.arg!r}"
         elif reply["status"] != "ok":
             problem = f"error reply {reply.get('ename')}: {reply.get('evalue', '')[:400]}"
+        elif c.kind == "script":
+            expected = "".join(line[4:] + "\n" for line in c.code.splitlines() if line.startswith("//> "))
+            d = same(expected, got)
+            if d:
+                problem = f"the kernel's output differs from the cell's '//> ' lines, {d}".replace(
+                    "the program printed", "the cell expects")
         elif c.kind in ("main", "value") or got:
             d = same(want.get(c.number, ""), got)
             if d:
