@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <iomanip>
+#include <sstream>
 #include <string>
 #include <utility>
 
@@ -33,7 +35,11 @@ std::string first_difference(const Tensor& a, const Tensor& b) {
   for (int64_t i = 0; i < fa.numel(); ++i) {
     const double u = fa[i].item<double>(), v = fb[i].item<double>();
     if (!(u == v) && !(std::isnan(u) && std::isnan(v)))
-      return "element " + std::to_string(i) + ": " + std::to_string(u) + " vs " + std::to_string(v);
+    {
+      std::ostringstream os;
+      os << std::setprecision(17) << "element " << i << ": " << u << " vs " << v;
+      return os.str();
+    }
   }
   return "none";
 }
