@@ -26,8 +26,9 @@ std::vector<Tensor> chain(const std::vector<Tensor>& in) {
   return {relu(x * 2 + 1) - exp(x * 0.5) * sigmoid(w) + tanh(x * w) / 3};
 }
 
-// The numbers of elements around the tile (1024), the SIMD widths and the threading grain (32768).
-const int64_t kSizes[] = {1, 7, 63, 1023, 1025, 3 * 1024 + 17, 70001};
+// The numbers of elements around the tile (1024), the SIMD widths and the threading grain
+// (32768), and past 8 MiB, where outputs leave with streaming stores.
+const int64_t kSizes[] = {1, 7, 63, 1023, 1025, 3 * 1024 + 17, 70001, (int64_t{1} << 21) + 37};
 
 // Which elements differ, for a failure message.
 std::string first_difference(const Tensor& a, const Tensor& b) {
@@ -87,7 +88,7 @@ TEST(FusedCpu, BitIdenticalForAnyThreadCount) {
   // float64 too: there a float32 rounding cannot hide a different order of the double sums
   for (auto [s, dt] : {std::pair{Shape{300, 997}, kFloat32}, std::pair{Shape{5, 70001}, kFloat32},
                        std::pair{Shape{40000, 3}, kFloat32}, std::pair{Shape{300, 997}, kFloat64},
-                       std::pair{Shape{7, 70001}, kFloat64}}) {
+                       std::pair{Shape{7, 70001}, kFloat64}, std::pair{Shape{2100, 1001}, kFloat32}}) {
     std::vector<Tensor> in = {randn(s).to(dt), randn(s).to(dt)};
     std::vector<std::vector<Tensor>> got;
     for (int threads : {1, 2, 3}) {
