@@ -2,7 +2,7 @@
 // step runs over the tile, so a chain of k ops reads its inputs and writes its outputs once
 // instead of k times, and no step allocates. Arithmetic and unary steps run through the eager
 // kernels' own per-level loops (vec/vec.hpp: SSE2, AVX2 or AVX-512, picked once by cpuid; the
-// formulas of backend/math), so a compiled chain gives the eager chain's bits at every level;
+// formulas of backend/math), so a compiled elementwise chain gives the eager one's bits at each level;
 // comparisons and selects run in baseline xsimd batches. Tiles are split over the intra-op
 // threads (parallel_for); contiguous inputs are read in place; large outputs leave the tile with
 // streaming stores.
