@@ -2,7 +2,8 @@
 // A fused elementwise program (jit::compile's regions): a list of steps over virtual registers,
 // run in one pass over memory. The CPU runs it tile by tile (backend/cpu/fused.cpp): every step
 // runs over one tile of elements, so the tile stays in cache through the whole chain and each
-// input is read and each output written once. The CUDA backend turns it into one kernel's source
+// input is read and each output written once; tiles are split over the intra-op threads, and
+// every result is bit-identical for any thread count. The CUDA backend turns it into one kernel's source
 // (backend/cuda/fused_source.cpp) compiled by NVRTC.
 //
 // Registers are step indices: step i writes register i and reads only earlier ones. Every

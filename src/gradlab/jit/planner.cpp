@@ -193,11 +193,26 @@ class Planner {
     cur_.train_program = cur_.program;
     for (size_t k = 0; k < cur_.program.steps.size(); ++k) {
       const FusedStep& st = cur_.program.steps[k];
-      if (st.kind == Kind::Unary && math::costly(static_cast<math::Unary>(st.op))) {
+      if (st.kind == Kind::Unary && math::costly(static_cast<math::Unary>(st.op)))
         cur_.saved_regs.push_back(static_cast<int>(k));
-        cur_.train_program.outputs.push_back({static_cast<int>(k), Reduce::None, 1});
-      }
     }
+    // Keep only the values some derivative reads (sigmoid's and exp's read y; sin's reads cos(x),
+    // log's x): the backward with every input wanted is the most any call can need, and its
+    // pruned program reads saved value j as input n_in + outputs + j only when it uses it.
+    if (!cur_.saved_regs.empty()) {
+      const size_t n_in = cur_.inputs.size(), first = n_in + cur_.program.outputs.size();
+      std::vector<size_t> all(n_in);
+      for (size_t i = 0; i < n_in; ++i) all[i] = i;
+      std::vector<bool> read(cur_.saved_regs.size(), false);
+      for (const FusedStep& st : backward_program(cur_, n_in, all).steps)
+        if (st.kind == Kind::Input && static_cast<size_t>(st.index) >= first)
+          read[static_cast<size_t>(st.index) - first] = true;
+      std::vector<int> kept;
+      for (size_t j = 0; j < read.size(); ++j)
+        if (read[j]) kept.push_back(cur_.saved_regs[j]);
+      cur_.saved_regs = kept;
+    }
+    for (int k : cur_.saved_regs) cur_.train_program.outputs.push_back({k, Reduce::None, 1});
     plan_.items.push_back({-1, std::make_shared<Region>(cur_)});
     reset();
   }

@@ -1,7 +1,11 @@
 // The fused program's CPU loop (backend/fused.hpp): for each tile of kFusedTile elements, every
-// step runs over the tile (xsimd batches for the formulas that allow it, the same formulas the
-// eager kernels use), so a chain of k ops reads its inputs and writes its outputs once instead of
-// k times. Contiguous inputs are read in place; outputs leave the tile with streaming stores.
+// step runs over the tile, so a chain of k ops reads its inputs and writes its outputs once
+// instead of k times, and no step allocates. Arithmetic and unary steps run through the eager
+// kernels' own per-level loops (vec/vec.hpp: SSE2, AVX2 or AVX-512, picked once by cpuid; the
+// formulas of backend/math), so a compiled elementwise chain gives the eager one's bits at each level;
+// comparisons and selects run in baseline xsimd batches. Tiles are split over the intra-op
+// threads (parallel_for); contiguous inputs are read in place; large outputs leave the tile with
+// streaming stores.
 
 #include <algorithm>
 #include <atomic>
@@ -9,11 +13,14 @@
 #include <memory>
 #include <sstream>
 #include <xsimd/xsimd.hpp>
-#if defined(__SSE2__)
-#include <emmintrin.h>  // _mm_stream_ps / _mm_stream_pd
+#include <string>
+#if defined(__x86_64__)
+#include <immintrin.h>  // streaming stores (store_out)
 #endif
 
 #include "gradlab/backend/cpu/loops.hpp"
+#include "gradlab/backend/cpu/parallel.hpp"
+#include "gradlab/backend/cpu/vec/vec.hpp"
 #include "gradlab/backend/fused.hpp"
 
 namespace gradlab::kern {
@@ -113,58 +120,100 @@ double tile_sum(const Reg<T>& r, int64_t k0, int64_t n) {
   return s;
 }
 
-// dst[k] = src[k] with streaming stores where aligned: the output is not read again by this
-// loop, so skipping the cache saves the read-for-ownership of every written line (memcpy does
-// the same for large copies).
-template <class T>
-void store_out(T* dst, const T* src, int64_t n, bool stream) {
+// Streaming copies: the output is not read again by this loop, so skipping the cache saves the
+// read-for-ownership of every written line (memcpy does the same for large copies). Each copies
+// the first `bytes` rounded down to its store width (dst aligned to it) and returns that count.
+// NOTE: the width matters on its own: on the AMD EPYC (Zen) this was measured on, relu(x*2+1)
+// over 16M floats ran at 0.67x memcpy's speed with 16-byte streaming stores and at 0.97-1.0x
+// with 64-byte ones (bench_vs_libtorch, one thread, CPU time). The wider ones are
+// compiled for their ISA by function attributes and called only at that level (as vec/vec.hpp's
+// tables are: picked by cpuid, or lowered by GRADLAB_CPU_CAPABILITY), so the library still runs
+// on any x86-64 CPU.
+using StreamFn = int64_t (*)(char* dst, const char* src, int64_t bytes);
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define GRADLAB_FUSED_STREAM 1
+__attribute__((target("avx512f"))) int64_t stream_64(char* dst, const char* src, int64_t bytes) {
   int64_t k = 0;
-#if defined(__SSE2__)
-  if (stream && reinterpret_cast<uintptr_t>(dst) % 16 == 0) {
-    if constexpr (std::is_same_v<T, float>)
-      for (; k + 4 <= n; k += 4) _mm_stream_ps(dst + k, _mm_loadu_ps(src + k));
-    else
-      for (; k + 2 <= n; k += 2) _mm_stream_pd(dst + k, _mm_loadu_pd(src + k));
-  }
+  for (; k + 64 <= bytes; k += 64)
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + k), _mm512_loadu_si512(src + k));
+  return k;
+}
+__attribute__((target("avx"))) int64_t stream_32(char* dst, const char* src, int64_t bytes) {
+  int64_t k = 0;
+  for (; k + 32 <= bytes; k += 32)
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + k), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + k)));
+  return k;
+}
+int64_t stream_16(char* dst, const char* src, int64_t bytes) {
+  int64_t k = 0;
+  for (; k + 16 <= bytes; k += 16)
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + k), _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + k)));
+  return k;
+}
 #endif
+
+// The streaming copy of `level` (a vec::Kernels name) and its store width; nullptr off x86-64.
+StreamFn stream_for(const char* level, int64_t* width) {
+#if GRADLAB_FUSED_STREAM
+  const std::string l = level;
+  if (l == "avx512") return *width = 64, stream_64;
+  if (l == "avx2") return *width = 32, stream_32;
+  return *width = 16, stream_16;
+#else
+  (void)level;
+  *width = 1;
+  return nullptr;
+#endif
+}
+
+// dst[k] = src[k], k < n: streaming stores through `stream` where dst is aligned to its width.
+template <class T>
+void store_out(T* dst, const T* src, int64_t n, StreamFn stream, int64_t width) {
+  int64_t k = 0;
+  if (stream && reinterpret_cast<uintptr_t>(dst) % static_cast<uintptr_t>(width) == 0)
+    k = stream(reinterpret_cast<char*>(dst), reinterpret_cast<const char*>(src), n * static_cast<int64_t>(sizeof(T))) /
+        static_cast<int64_t>(sizeof(T));
   for (; k < n; ++k) dst[k] = src[k];
 }
 
+// One contiguous range of tiles [t0, t1) of a program, on one thread: every step over each tile,
+// then the tile's outputs. The chunks parallel_for hands out start at tile boundaries, so every
+// element takes the same path (vector body or scalar tail) for any thread count.
 template <class T>
-std::vector<Tensor> run(const FusedProgram& prog, const std::vector<Tensor>& inputs) {
-  const Shape& shape = prog.shape;
-  const int64_t n = numel_of(shape);
-  const int64_t D = shape.empty() ? 1 : shape.back();
-  const size_t S = prog.steps.size();
+struct Runner {
+  enum class In { Dense, Scalar, Strided };
+  const FusedProgram& prog;
+  const std::vector<Tensor>& inputs;
+  const cpu::vec::Kernels& K;  // this CPU's level (vec/vec.hpp), picked once
+  int64_t n = 0, D = 1;
+  bool large = false;
+  StreamFn stream = nullptr;  // streaming copy of the level in use (large outputs)
+  int64_t stream_width = 1;
+  std::vector<In> in_kind;
+  std::vector<const T*> base;
+  std::vector<T*> out_ptr;  // Reduce::None outputs, else nullptr
+  // Reductions, per tile t and output o (index t * outputs + o): the sum of the tile's first
+  // row segment (All: of the whole tile) and, when the tile reaches into a later row, of its last
+  // one. Rows wholly inside one tile go straight to acc. finish() adds head / tail in tile order,
+  // so every row's sum is the same sequence of double additions for any thread count.
+  std::vector<double> head, tail;
+  std::vector<std::vector<double>> acc;
 
-  // Outputs, and which registers write straight into an output's memory.
-  std::vector<Tensor> outs;
-  std::vector<std::vector<double>> acc(prog.outputs.size());
-  for (size_t o = 0; o < prog.outputs.size(); ++o) {
-    const FusedOutput& out = prog.outputs[o];
-    Shape s = shape;
-    if (out.reduce == Reduce::All) s = {};
-    if (out.reduce == Reduce::LastDim && !s.empty()) s.pop_back();
-    outs.push_back(make_tensor(s, prog.dtype));
-    if (out.reduce != Reduce::None)
-      acc[o].assign(static_cast<size_t>(numel_of(s)), 0.0);
+  Runner(const FusedProgram& p, const std::vector<Tensor>& in, const cpu::vec::Kernels& k)
+      : prog(p), inputs(in), K(k) {}
+
+  void chunk(int64_t t0, int64_t t1) {
+    const size_t S = prog.steps.size();
+    std::unique_ptr<T[]> buf(new T[S * kFusedTile]);  // every register's tile (not zeroed: written first)
+    std::vector<Reg<T>> reg(S);
+    for (int64_t t = t0; t < t1; ++t) tile(t, buf.get(), reg);
+    // NOTE: streaming stores are weakly ordered: fenced on the thread that made them, before it
+    // reports the chunk done and another thread may read the output.
+    if (large) std::atomic_thread_fence(std::memory_order_seq_cst);
   }
 
-  // Inputs: contiguous ones are read in place, broadcast single values once, others gathered.
-  enum class In { Dense, Scalar, Strided };
-  std::vector<In> in_kind(inputs.size());
-  for (size_t k = 0; k < inputs.size(); ++k)
-    in_kind[k] = inputs[k].is_contiguous() ? In::Dense
-                 : cpu::is_broadcast_scalar(inputs[k]) ? In::Scalar : In::Strided;
-
-  // Streaming stores and prefetches pay only on tensors far larger than the caches: a small
-  // output is read again soon (by the next op) and should stay in cache.
-  const bool large = n * static_cast<int64_t>(sizeof(T)) >= (int64_t{8} << 20);
-  std::vector<const T*> base(inputs.size());
-  for (size_t k = 0; k < inputs.size(); ++k) base[k] = cpu::ptr<const T>(inputs[k]);
-  std::unique_ptr<T[]> buf(new T[S * kFusedTile]);  // every register's tile (not zeroed: written first)
-  std::vector<Reg<T>> reg(S);
-  for (int64_t i0 = 0; i0 < n; i0 += kFusedTile) {
+  void tile(int64_t t, T* buf, std::vector<Reg<T>>& reg) {
+    const int64_t i0 = t * kFusedTile;
     const int64_t len = std::min(kFusedTile, n - i0);
     // The next tile of each dense input is fetched while this one is computed.
     for (size_t k = 0; k < inputs.size() && large; ++k)
@@ -173,111 +222,191 @@ std::vector<Tensor> run(const FusedProgram& prog, const std::vector<Tensor>& inp
         const int64_t bytes = std::min(kFusedTile, n - i0 - kFusedTile) * static_cast<int64_t>(sizeof(T));
         for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(next + b);
       }
-    for (size_t s = 0; s < S; ++s) {
-      const FusedStep& st = prog.steps[s];
-      T* dst = buf.get() + s * kFusedTile;
-      Reg<T>& r = reg[s];
-      if (r.scalar) continue;  // computed on the first tile
-      r = Reg<T>{dst, false, T(0)};
-      switch (st.kind) {
-        case Kind::Input: {
-          const Tensor& x = inputs[static_cast<size_t>(st.index)];
-          const T* b = base[static_cast<size_t>(st.index)];
-          if (in_kind[st.index] == In::Dense) r.p = b + i0;
-          else if (in_kind[st.index] == In::Scalar) r = Reg<T>{nullptr, true, *b};
-          else gather(b, x.sizes(), x.strides(), i0, len, dst);
-          break;
-        }
-        case Kind::Const: r = Reg<T>{nullptr, true, static_cast<T>(st.p)}; break;
-        case Kind::Unary: {
-          const Reg<T>& a = reg[st.a];
-          const T p = static_cast<T>(st.p), q = static_cast<T>(st.q);
-          math::visit_unary(static_cast<math::Unary>(st.op), [&]<class F>() {
-            constexpr bool vec = math::vectorizable(F::kKind);
-            if (a.scalar) {
-              r = Reg<T>{nullptr, true, F{}(a.s, p, q)};
-              return;
-            }
-            if constexpr (vec) {
-              const Batch<T> bp(p), bq(q);
-              map_tile<true, T>(dst, len, [&](auto x) {
-                if constexpr (std::is_same_v<decltype(x), T>) return F{}(x, p, q);
-                else return F{}(x, bp, bq);
-              }, a);
-            } else {
-              map_tile<false, T>(dst, len, [&](T x) { return F{}(x, p, q); }, a);
-            }
-          });
-          break;
-        }
-        case Kind::Binary:
-        case Kind::Compare: {
-          const Reg<T>& a = reg[st.a];
-          const Reg<T>& b = reg[st.b];
-          math::visit_binary(static_cast<math::Binary>(st.op), [&]<class F>() {
-            auto f = [](auto x, auto y) {
-              using V = decltype(x);
-              if constexpr (math::is_comparison(F::kOp)) return math_select(F{}(x, y), V(1), V(0));
-              else return F{}(x, y);
-            };
-            if (a.scalar && b.scalar) {
-              r = Reg<T>{nullptr, true, f(a.s, b.s)};
-              return;
-            }
-            // NOTE: && and || of batches are not batch_bool: those two run one element at a time.
+    for (size_t s = 0; s < prog.steps.size(); ++s) step(s, i0, len, buf + s * kFusedTile, reg);
+    outputs(t, i0, len, reg);
+  }
+
+  void step(size_t s, int64_t i0, int64_t len, T* dst, std::vector<Reg<T>>& reg) const {
+    const FusedStep& st = prog.steps[s];
+    Reg<T>& r = reg[s];
+    if (r.scalar) return;  // computed on the chunk's first tile
+    r = Reg<T>{dst, false, T(0)};
+    switch (st.kind) {
+      case Kind::Input: {
+        const size_t k = static_cast<size_t>(st.index);
+        const Tensor& x = inputs[k];
+        if (in_kind[k] == In::Dense) r.p = base[k] + i0;
+        else if (in_kind[k] == In::Scalar) r = Reg<T>{nullptr, true, *base[k]};
+        else gather(base[k], x.sizes(), x.strides(), i0, len, dst);
+        break;
+      }
+      case Kind::Const: r = Reg<T>{nullptr, true, static_cast<T>(st.p)}; break;
+      case Kind::Unary: {
+        const Reg<T>& a = reg[st.a];
+        const T p = static_cast<T>(st.p), q = static_cast<T>(st.q);
+        const auto op = static_cast<math::Unary>(st.op);
+        math::visit_unary(op, [&]<class F>() {
+          if (a.scalar) {
+            r = Reg<T>{nullptr, true, F{}(a.s, p, q)};
+            return;
+          }
+          // Whole batches at the CPU's level (the eager kernel's own loop), the tail through the
+          // formula on numbers, as the eager kernel does: compiled and eager give the same bits.
+          int64_t i = 0;
+          if constexpr (math::vectorizable(F::kKind)) i = cpu::vec::unary(K, op, a.p, dst, len, p, q);
+          for (; i < len; ++i) dst[i] = F{}(a.p[i], p, q);
+        });
+        break;
+      }
+      case Kind::Binary:
+      case Kind::Compare: {
+        const Reg<T>& a = reg[st.a];
+        const Reg<T>& b = reg[st.b];
+        const auto op = static_cast<math::Binary>(st.op);
+        math::visit_binary(op, [&]<class F>() {
+          auto f = [](auto x, auto y) {
+            using V = decltype(x);
+            if constexpr (math::is_comparison(F::kOp)) return math_select(F{}(x, y), V(1), V(0));
+            else return F{}(x, y);
+          };
+          if (a.scalar && b.scalar) {
+            r = Reg<T>{nullptr, true, f(a.s, b.s)};
+            return;
+          }
+          if constexpr (math::vectorizable(F::kKind) && !math::is_comparison(F::kOp)) {
+            // Arithmetic: the level's kernel (a scalar operand read once), the tail on numbers.
+            int64_t i = cpu::vec::binary(K, op, a.scalar ? &a.s : a.p, a.scalar, b.scalar ? &b.s : b.p, b.scalar,
+                                    dst, len);
+            for (; i < len; ++i) dst[i] = f(a.scalar ? a.s : a.p[i], b.scalar ? b.s : b.p[i]);
+          } else {
+            // Comparisons (1 / 0 in the program's dtype) in baseline batches. NOTE: && and || of
+            // batches are not batch_bool: those two run one element at a time.
             constexpr bool logical = F::kOp == math::Binary::And || F::kOp == math::Binary::Or;
             map_tile<math::vectorizable(F::kKind) && !logical, T>(dst, len, f, a, b);
-          });
-          break;
-        }
-        case Kind::Select: {
-          const Reg<T>& c = reg[st.a];
-          const Reg<T>& x = reg[st.b];
-          const Reg<T>& y = reg[st.c];
-          auto f = [](auto m, auto u, auto v) {
-            using V = decltype(m);
-            return math_select(m != V(0), u, v);
-          };
-          if (c.scalar && x.scalar && y.scalar) r = Reg<T>{nullptr, true, f(c.s, x.s, y.s)};
-          else map_tile<true, T>(dst, len, f, c, x, y);
-          break;
-        }
+          }
+        });
+        break;
       }
-      if (r.scalar) {
-        std::fill(dst, dst + kFusedTile, r.s);
-        r.p = dst;
+      case Kind::Select: {
+        const Reg<T>& c = reg[st.a];
+        const Reg<T>& x = reg[st.b];
+        const Reg<T>& y = reg[st.c];
+        auto f = [](auto m, auto u, auto v) {
+          using V = decltype(m);
+          return math_select(m != V(0), u, v);
+        };
+        if (c.scalar && x.scalar && y.scalar) r = Reg<T>{nullptr, true, f(c.s, x.s, y.s)};
+        else map_tile<true, T>(dst, len, f, c, x, y);
+        break;
       }
     }
-    // Outputs: whole ones not written in place are copied; reductions accumulate in double.
-    for (size_t o = 0; o < prog.outputs.size(); ++o) {
+    if (r.scalar) {  // a tile filled with s, so the batch loops read it like any other
+      std::fill(dst, dst + kFusedTile, r.s);
+      r.p = dst;
+    }
+  }
+
+  // Whole outputs are copied out of the tile; reductions leave per-tile partial sums.
+  void outputs(int64_t t, int64_t i0, int64_t len, const std::vector<Reg<T>>& reg) {
+    const size_t O = prog.outputs.size();
+    for (size_t o = 0; o < O; ++o) {
       const FusedOutput& out = prog.outputs[o];
       const Reg<T>& r = reg[out.reg];
+      const size_t at = static_cast<size_t>(t) * O + o;
       if (out.reduce == Reduce::None) {
-        T* dst = cpu::ptr<T>(outs[o]) + i0;
+        T* dst = out_ptr[o] + i0;
         if (r.scalar) std::fill(dst, dst + len, r.s);
-        else store_out(dst, r.p, len, large);
+        else if (large) store_out(dst, r.p, len, stream, stream_width);
+        else std::copy(r.p, r.p + len, dst);
       } else if (out.reduce == Reduce::All) {
-        acc[o][0] += tile_sum(r, 0, len);
-      } else {  // LastDim: row by row through the tile
-        int64_t k = 0, row = i0 / D, col = i0 % D;
-        while (k < len) {
-          const int64_t seg = std::min(len - k, D - col);
-          acc[o][static_cast<size_t>(row)] += tile_sum(r, k, seg);
-          k += seg, ++row, col = 0;
-        }
+        head[at] = tile_sum(r, 0, len);
+      } else {  // LastDim: the first row segment, whole rows, the last row segment
+        const int64_t first = i0 / D, last = (i0 + len - 1) / D;
+        const int64_t k1 = std::min(len, (first + 1) * D - i0);  // end of the first segment
+        head[at] = tile_sum(r, 0, k1);
+        if (last == first) continue;
+        for (int64_t row = first + 1; row < last; ++row)  // only this tile writes these rows
+          acc[o][static_cast<size_t>(row)] = 0.0 + tile_sum(r, row * D - i0, D);
+        const int64_t k2 = last * D - i0;
+        tail[at] = tile_sum(r, k2, len - k2);
       }
     }
   }
-  // NOTE: streaming stores are weakly ordered: fence them before another thread may read.
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  for (size_t o = 0; o < prog.outputs.size(); ++o) {
-    if (prog.outputs[o].reduce == Reduce::None) continue;
-    T* dst = cpu::ptr<T>(outs[o]);
-    for (size_t k = 0; k < acc[o].size(); ++k)
-      dst[k] = static_cast<T>(acc[o][k] * prog.outputs[o].scale);
+
+  // The reductions' partial sums, added in tile order.
+  void finish(std::vector<Tensor>& outs) {
+    const size_t O = prog.outputs.size();
+    const int64_t tiles = (n + kFusedTile - 1) / kFusedTile;
+    for (size_t o = 0; o < O; ++o) {
+      const FusedOutput& out = prog.outputs[o];
+      if (out.reduce == Reduce::None) continue;
+      for (int64_t t = 0; t < tiles; ++t) {
+        const size_t at = static_cast<size_t>(t) * O + o;
+        const int64_t i0 = t * kFusedTile, len = std::min(kFusedTile, n - i0);
+        if (out.reduce == Reduce::All) {
+          acc[o][0] += head[at];
+          continue;
+        }
+        const int64_t first = i0 / D, last = (i0 + len - 1) / D;
+        acc[o][static_cast<size_t>(first)] += head[at];
+        if (last != first) acc[o][static_cast<size_t>(last)] += tail[at];
+      }
+      T* dst = cpu::ptr<T>(outs[o]);
+      for (size_t k = 0; k < acc[o].size(); ++k) dst[k] = static_cast<T>(acc[o][k] * out.scale);
+    }
   }
+};
+
+template <class T>
+std::vector<Tensor> run(const FusedProgram& prog, const std::vector<Tensor>& inputs) {
+  const Shape& shape = prog.shape;
+  Runner<T> R(prog, inputs, cpu::vec::kernels());
+  R.n = numel_of(shape);
+  R.D = shape.empty() ? 1 : shape.back();
+  const int64_t tiles = (R.n + kFusedTile - 1) / kFusedTile;
+  const size_t O = prog.outputs.size();
+
+  // Outputs: new storage from the allocator's cache, not zeroed (every element is written).
+  std::vector<Tensor> outs;
+  R.acc.resize(O);
+  R.out_ptr.assign(O, nullptr);
+  bool reduces = false;
+  for (size_t o = 0; o < O; ++o) {
+    const FusedOutput& out = prog.outputs[o];
+    Shape s = shape;
+    if (out.reduce == Reduce::All) s = {};
+    if (out.reduce == Reduce::LastDim && !s.empty()) s.pop_back();
+    outs.push_back(make_tensor(s, prog.dtype));
+    if (out.reduce == Reduce::None) R.out_ptr[o] = cpu::ptr<T>(outs.back());
+    else R.acc[o].assign(static_cast<size_t>(numel_of(s)), 0.0), reduces = true;
+  }
+  if (reduces) {
+    R.head.assign(static_cast<size_t>(tiles) * O, 0.0);
+    R.tail.assign(static_cast<size_t>(tiles) * O, 0.0);
+  }
+
+  // Inputs: contiguous ones are read in place, broadcast single values once, others gathered.
+  using In = typename Runner<T>::In;
+  R.in_kind.resize(inputs.size());
+  R.base.resize(inputs.size());
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    R.in_kind[k] = inputs[k].is_contiguous() ? In::Dense
+                   : cpu::is_broadcast_scalar(inputs[k]) ? In::Scalar : In::Strided;
+    R.base[k] = cpu::ptr<const T>(inputs[k]);
+  }
+
+  // Streaming stores and prefetches pay only on tensors far larger than the caches: a small
+  // output is read again soon (by the next op) and should stay in cache.
+  R.large = R.n * static_cast<int64_t>(sizeof(T)) >= (int64_t{8} << 20);
+  R.stream = stream_for(R.K.name, &R.stream_width);
+  // Tiles split over the intra-op threads (grain: kGrain elements); a tile is a multiple of
+  // kAlign, so chunk boundaries are too.
+  static_assert(kFusedTile % cpu::kAlign == 0, "tiles must keep the elementwise chunk alignment");
+  cpu::parallel_for(0, tiles, cpu::kGrain / kFusedTile, [&](int64_t t0, int64_t t1) { R.chunk(t0, t1); });
+  R.finish(outs);
   return outs;
 }
+
 
 }  // namespace
 
