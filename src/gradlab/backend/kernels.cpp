@@ -3,6 +3,7 @@
 
 #include "gradlab/backend/kernels.hpp"
 
+#include "gradlab/backend/cpu/bf16_native.hpp"
 #include "gradlab/backend/cuda/exec.hpp"
 #include "gradlab/backend/cuda/gpu.hpp"
 #include "gradlab/backend/cuda/runtime.hpp"
@@ -30,6 +31,8 @@ decltype(auto) on_cuda(F&& f) {
 // PyTorch's CPU kernels do through their float "opmath" type). So reductions accumulate in
 // float32 and the CPU's matmul / conv (im2col + GEMM) run on float32 BLAS; CUDA matmuls on a GPU
 // go to cublasGemmEx instead (half operands, float32 accumulation).
+// The exception: where the CPU has AVX-512 BF16 (and oneDNN is built in), bfloat16 matmul and
+// convolution run on it directly (cpu/bf16_native.hpp), float32 accumulation inside.
 // NOTE: the widened copies are temporaries: they count toward peak memory while the op runs, but
 // what an op returns (and what autograd saves) stays in the half type.
 bool is_low(const Tensor& t) { return t.defined() && (t.dtype() == kFloat16 || t.dtype() == kBFloat16); }
@@ -132,11 +135,23 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
   if (is_low(a) && a.is_cuda() && cuda_rt::backend() == cuda_rt::Backend::Device)
     return gpu::Blas<gpu::DeviceExec>::bmm(a, b);
 #endif
+  if (is_low(a) && !a.is_cuda())
+    if (Tensor r = cpu::bf16::bmm(a, b); r.defined()) return r;
   if (is_low(a)) return narrow(bmm(wide(a), wide(b)), a.dtype());
   GRADLAB_ON(a, Blas, bmm(a, b));
 }
 Tensor mm(const Tensor& a, const Tensor& b) {
-  if (is_low(a) && !a.is_cuda()) return narrow(cpu::mm(wide(a), wide(b)), a.dtype());
+  if (is_low(a) && !a.is_cuda()) {
+    // [M, K] @ [K, N] as a batch of one (views, no copy) on the bf16 instructions, else float32
+    Tensor a3 = make_view(a, {1, a.size(0), a.size(1)}, {0, a.stride(0), a.stride(1)}, a.impl()->offset);
+    Tensor b3 = make_view(b, {1, b.size(0), b.size(1)}, {0, b.stride(0), b.stride(1)}, b.impl()->offset);
+    if (Tensor c = cpu::bf16::bmm(a3, b3); c.defined()) {
+      Tensor r = make_view(c, {a.size(0), b.size(1)}, {c.stride(1), c.stride(2)}, c.impl()->offset);
+      r.impl()->view_base = nullptr;  // a new tensor, not a view (see below)
+      return r;
+    }
+    return narrow(cpu::mm(wide(a), wide(b)), a.dtype());
+  }
   if (!a.is_cuda()) return cpu::mm(a, b);
   // [M, K] @ [K, N] as a batch of one (views, no copy)
   Tensor a3 = make_view(a, {1, a.size(0), a.size(1)}, {0, a.stride(0), a.stride(1)}, a.impl()->offset);
@@ -190,17 +205,31 @@ void check_conv_cpu(const Tensor& t) {
                 "a CPU tensor", "a CUDA tensor", "CUDA convolutions take the unfold + matmul path");
 }
 }  // namespace
+// Half operands (autocast's conv2d): bfloat16 on the CPU's bf16 instructions where it has them,
+// else widened to float32 for the float32 fast path and the result rounded back once.
 Tensor conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dGeom& g) {
   check_conv_cpu(x);
+  if (is_low(x)) {
+    if (Tensor r = cpu::bf16::conv2d_forward(x, weight, bias, g); r.defined()) return r;
+    return narrow(cpu::conv2d_forward(wide(x), wide(weight), wide(bias), g), x.dtype());
+  }
   return cpu::conv2d_forward(x, weight, bias, g);
 }
 Tensor conv2d_backward_input(const Tensor& dy, const Tensor& weight, const Tensor& bias,
                              const Conv2dGeom& g) {
   check_conv_cpu(dy);
+  if (is_low(dy)) {
+    if (Tensor r = cpu::bf16::conv2d_backward_input(dy, weight, bias, g); r.defined()) return r;
+    return narrow(cpu::conv2d_backward_input(wide(dy), wide(weight), wide(bias), g), dy.dtype());
+  }
   return cpu::conv2d_backward_input(dy, weight, bias, g);
 }
 Tensor conv2d_backward_weight(const Tensor& x, const Tensor& dy, const Conv2dGeom& g) {
   check_conv_cpu(x);
+  if (is_low(x)) {
+    if (Tensor r = cpu::bf16::conv2d_backward_weight(x, dy, g); r.defined()) return r;
+    return narrow(cpu::conv2d_backward_weight(wide(x), wide(dy), g), x.dtype());
+  }
   return cpu::conv2d_backward_weight(x, dy, g);
 }
 void add_bias_rows_(Tensor& out, const Tensor& bias) {
