@@ -230,4 +230,24 @@ TEST(Bf16Native, NativePathRunsExactlyWhenAvailableAndOn) {
   EXPECT_EQ(bf::native_runs(), before);
 }
 
+// relu, its gradient and linear's bias add on large contiguous half tensors run block by block
+// (backend/kernels.cpp, blocks of 65536): bit for bit what widening the whole tensor gives, also
+// past a block boundary and in a last partial block.
+TEST(Bf16Native, BlockedHalfElementwiseIsBitExact) {
+  manual_seed(15);
+  const int64_t M = 3 * 65536 / 512 + 3, N = 512;  // 3 blocks and a partial one
+  for (ScalarType dt : {kBFloat16, kFloat16}) {
+    Tensor x = randn({M, N}).to(dt).requires_grad_(true), g = randn({M, N}).to(dt);
+    Tensor y = relu(x);
+    y.backward(g);
+    const Tensor x32 = x.detach().to(kFloat32), g32 = g.to(kFloat32);
+    EXPECT_TRUE(equal(y.detach(), relu(x32).to(dt)));
+    EXPECT_TRUE(equal(x.grad(), where(x32 > 0, g32, zeros_like(g32)).to(dt)));
+    // linear's bias: the float32 sum of the rounded product and the bias, rounded once
+    Tensor a = randn({M, 8}).to(dt), w = randn({N, 8}).to(dt), b = randn({N}).to(dt);
+    const Tensor prod = mm(a, w.t()).to(kFloat32);
+    EXPECT_TRUE(equal(F::linear(a, w, b), (prod + b.to(kFloat32)).to(dt))) << to_string(dt);
+  }
+}
+
 }  // namespace
