@@ -230,9 +230,9 @@ TEST(Bf16Native, NativePathRunsExactlyWhenAvailableAndOn) {
   EXPECT_EQ(bf::native_runs(), before);
 }
 
-// relu, its gradient and linear's bias add on large contiguous half tensors run block by block
-// (backend/kernels.cpp, blocks of 65536): bit for bit what widening the whole tensor gives, also
-// past a block boundary and in a last partial block.
+// relu, its gradient, linear's bias add, max-pool and its backward on large contiguous half
+// tensors run block by block (backend/kernels.cpp, about 65536 elements): bit for bit what
+// widening the whole tensor gives, also past a block boundary and in a last partial block.
 TEST(Bf16Native, BlockedHalfElementwiseIsBitExact) {
   manual_seed(15);
   const int64_t M = 3 * 65536 / 512 + 3, N = 512;  // 3 blocks and a partial one
@@ -247,6 +247,17 @@ TEST(Bf16Native, BlockedHalfElementwiseIsBitExact) {
     Tensor a = randn({M, 8}).to(dt), w = randn({N, 8}).to(dt), b = randn({N}).to(dt);
     const Tensor prod = mm(a, w.t()).to(kFloat32);
     EXPECT_TRUE(equal(F::linear(a, w, b), (prod + b.to(kFloat32)).to(dt))) << to_string(dt);
+    // max-pool and its backward (scatter_add), image by image: overlapping windows, so some
+    // gradients add up; 9 images of 16 x 24 x 24, past a block boundary
+    Tensor img = randn({9, 16, 24, 24}).to(dt).requires_grad_(true);
+    Tensor pooled = max_pool2d(img, 3, 1, 1);
+    Tensor gp = randn(pooled.sizes()).to(dt);
+    pooled.backward(gp);
+    Tensor img32 = img.detach().to(kFloat32).requires_grad_(true);
+    Tensor pooled32 = max_pool2d(img32, 3, 1, 1);
+    pooled32.backward(gp.to(kFloat32));
+    EXPECT_TRUE(equal(pooled.detach(), pooled32.detach().to(dt))) << to_string(dt);
+    EXPECT_TRUE(equal(img.grad(), img32.grad().to(dt))) << to_string(dt);
   }
 }
 

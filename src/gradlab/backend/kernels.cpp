@@ -75,6 +75,22 @@ Tensor blocked(const Tensor& like, F&& f) {
   return out;
 }
 
+// Rows [n0, n1) of dim 0 of t (a raw view: no autograd inside a kernel).
+Tensor rows_of(const Tensor& t, int64_t n0, int64_t n1) {
+  Shape sz = t.sizes();
+  sz[0] = n1 - n0;
+  return make_view(t, sz, t.strides(), t.impl()->offset + n0 * t.stride(0));
+}
+// Per-slice ops (max-pool over images, scatter_add along a dim other than 0) on a contiguous CPU
+// half tensor, a few dim-0 slices at a time (about kHalfBlock elements): f(n0, n1) writes the
+// float32 results of slices [n0, n1); the same result slice for slice (no slice reads another).
+template <class F>
+void by_slices(const Tensor& like, F&& f) {
+  const int64_t n = like.size(0), per = std::max<int64_t>(1, like.numel() / std::max<int64_t>(n, 1));
+  const int64_t step = std::max<int64_t>(1, kHalfBlock / per);
+  for (int64_t n0 = 0; n0 < n; n0 += step) f(n0, std::min(n, n0 + step));
+}
+
 // uint8 is storage only (kByte images and masks): no kernel computes in it.
 void check_computable(const Tensor& t, const char* kernel) {
   GRADLAB_CHECK(!t.defined() || t.dtype() != kUInt8, DTypeError, kernel, "dtype uint8 has no compute kernel",
@@ -206,6 +222,16 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
   GRADLAB_ON(x, Indexing, gather(x, dim, index));
 }
 Tensor scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  // max-pool's backward: [N, C, HW] along dim 2, image by image in cache
+  if (blockable(self) && dim != 0 && self.dim() > 1 && index.size(0) == self.size(0) &&
+      src.size(0) == self.size(0) && src.dtype() == self.dtype() && !index.is_cuda() && !src.is_cuda()) {
+    Tensor out = make_tensor(self.sizes(), self.dtype());
+    by_slices(self, [&](int64_t n0, int64_t n1) {
+      cpu::copy(rows_of(out, n0, n1), cpu::scatter_add(wide(rows_of(self, n0, n1)), dim, rows_of(index, n0, n1),
+                                                       wide(rows_of(src, n0, n1))));
+    });
+    return out;
+  }
   if (is_low(self)) return narrow(scatter_add(wide(self), dim, index, wide(src)), self.dtype());
   GRADLAB_ON(self, Indexing, scatter_add(self, dim, index, src));
 }
@@ -230,6 +256,20 @@ Tensor col2im(const Tensor& cols, int64_t C, int64_t H, int64_t W, const Window2
   GRADLAB_ON(cols, NN, col2im(cols, C, H, W, w));
 }
 std::pair<Tensor, Tensor> max_pool2d(const Tensor& x, const Window2d& w) {
+  if (blockable(x) && x.dim() == 4) {  // image by image in cache (the indices are per plane)
+    Tensor y, idx;
+    by_slices(x, [&](int64_t n0, int64_t n1) {
+      auto [v, i] = cpu::max_pool2d(wide(rows_of(x, n0, n1)), w);
+      if (!y.defined()) {
+        Shape ys = v.sizes();
+        ys[0] = x.size(0);
+        y = make_tensor(ys, x.dtype()), idx = make_tensor(ys, i.dtype());
+      }
+      cpu::copy(rows_of(y, n0, n1), v);
+      cpu::copy(rows_of(idx, n0, n1), i);
+    });
+    return {y, idx};
+  }
   if (is_low(x)) {
     auto [v, i] = kern::max_pool2d(wide(x), w);
     return {narrow(v, x.dtype()), i};
