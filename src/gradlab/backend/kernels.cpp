@@ -3,6 +3,9 @@
 
 #include "gradlab/backend/kernels.hpp"
 
+#include <algorithm>
+
+#include "gradlab/backend/cpu/bf16_native.hpp"
 #include "gradlab/backend/cuda/exec.hpp"
 #include "gradlab/backend/cuda/gpu.hpp"
 #include "gradlab/backend/cuda/runtime.hpp"
@@ -30,12 +33,63 @@ decltype(auto) on_cuda(F&& f) {
 // PyTorch's CPU kernels do through their float "opmath" type). So reductions accumulate in
 // float32 and the CPU's matmul / conv (im2col + GEMM) run on float32 BLAS; CUDA matmuls on a GPU
 // go to cublasGemmEx instead (half operands, float32 accumulation).
+// The exception: where the CPU has AVX-512 BF16 (and oneDNN is built in), bfloat16 matmul and
+// convolution run on it directly (cpu/bf16_native.hpp), float32 accumulation inside.
 // NOTE: the widened copies are temporaries: they count toward peak memory while the op runs, but
 // what an op returns (and what autograd saves) stays in the half type.
 bool is_low(const Tensor& t) { return t.defined() && (t.dtype() == kFloat16 || t.dtype() == kBFloat16); }
 Tensor wide(const Tensor& t) { return is_low(t) ? cast(t, kFloat32) : t; }
+// A 2-D half matrix in float32 for BLAS, in its own layout: a transposed view (strides [1, ld],
+// linear's Wᵀ and its backward's dyᵀ) is widened as the row-major matrix under it, with the
+// vector conversions, and handed on transposed (BLAS takes it without a copy). wide() would make
+// a row-major copy instead, element by element through the strides (6% of a fallback MLP step
+// under perf).
+Tensor wide_matrix(const Tensor& t) {
+  if (!is_low(t) || t.dim() != 2 || t.stride(0) != 1 || t.size(0) <= 1 || t.size(1) <= 1) return wide(t);
+  auto transposed = [](const Tensor& m) {  // a raw view: no autograd inside a kernel
+    return make_view(m, {m.size(1), m.size(0)}, {m.stride(1), m.stride(0)}, m.impl()->offset);
+  };
+  return transposed(cast(transposed(t), kFloat32));
+}
 // A float32 result back in `dt` (bool and int64 results, e.g. comparisons, stay as they are).
 Tensor narrow(const Tensor& t, ScalarType dt) { return t.defined() && t.dtype() == kFloat32 ? cast(t, dt) : t; }
+
+// Contiguous CPU half tensors of the ops autocast models run most (relu, its gradient, linear's
+// bias) go through the float32 kernel in blocks of kHalfBlock elements: each block is widened,
+// computed and rounded back while it is in cache, one pass over the half data instead of three
+// passes over float32 copies twice its size. The same result element for element (blocks are
+// multiples of every vector width, and the ops are elementwise).
+constexpr int64_t kHalfBlock = 65536;
+bool blockable(const Tensor& t) { return is_low(t) && !t.is_cuda() && t.is_contiguous() && t.numel() > kHalfBlock; }
+Tensor flat_block(const Tensor& t, int64_t start, int64_t len) {
+  return make_view(t, {len}, {1}, t.impl()->offset + start);
+}
+// out = f(start, len) block by block; f returns the float32 result of elements [start, start + len).
+template <class F>
+Tensor blocked(const Tensor& like, F&& f) {
+  Tensor out = make_tensor(like.sizes(), like.dtype());
+  for (int64_t s = 0, n = like.numel(); s < n; s += kHalfBlock) {
+    const int64_t len = std::min(kHalfBlock, n - s);
+    cpu::copy(flat_block(out, s, len), f(s, len));
+  }
+  return out;
+}
+
+// Rows [n0, n1) of dim 0 of t (a raw view: no autograd inside a kernel).
+Tensor rows_of(const Tensor& t, int64_t n0, int64_t n1) {
+  Shape sz = t.sizes();
+  sz[0] = n1 - n0;
+  return make_view(t, sz, t.strides(), t.impl()->offset + n0 * t.stride(0));
+}
+// Per-slice ops (max-pool over images, scatter_add along a dim other than 0) on a contiguous CPU
+// half tensor, a few dim-0 slices at a time (about kHalfBlock elements): f(n0, n1) writes the
+// float32 results of slices [n0, n1); the same result slice for slice (no slice reads another).
+template <class F>
+void by_slices(const Tensor& like, F&& f) {
+  const int64_t n = like.size(0), per = std::max<int64_t>(1, like.numel() / std::max<int64_t>(n, 1));
+  const int64_t step = std::max<int64_t>(1, kHalfBlock / per);
+  for (int64_t n0 = 0; n0 < n; n0 += step) f(n0, std::min(n, n0 + step));
+}
 
 // uint8 is storage only (kByte images and masks): no kernel computes in it.
 void check_computable(const Tensor& t, const char* kernel) {
@@ -53,6 +107,8 @@ void check_computable(const Tensor& t, const char* kernel) {
 
 Tensor unary(Unary op, const Tensor& x, double p0, double p1) {
   check_computable(x, "unary kernel");
+  if (op == Unary::Relu && blockable(x))
+    return blocked(x, [&](int64_t s, int64_t n) { return cpu::unary(op, wide(flat_block(x, s, n)), p0, p1); });
   if (is_low(x)) return narrow(unary(op, wide(x), p0, p1), x.dtype());
   GRADLAB_ON(x, Elementwise, unary(op, x, p0, p1));
 }
@@ -132,11 +188,23 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
   if (is_low(a) && a.is_cuda() && cuda_rt::backend() == cuda_rt::Backend::Device)
     return gpu::Blas<gpu::DeviceExec>::bmm(a, b);
 #endif
+  if (is_low(a) && !a.is_cuda())
+    if (Tensor r = cpu::bf16::bmm(a, b); r.defined()) return r;
   if (is_low(a)) return narrow(bmm(wide(a), wide(b)), a.dtype());
   GRADLAB_ON(a, Blas, bmm(a, b));
 }
 Tensor mm(const Tensor& a, const Tensor& b) {
-  if (is_low(a) && !a.is_cuda()) return narrow(cpu::mm(wide(a), wide(b)), a.dtype());
+  if (is_low(a) && !a.is_cuda()) {
+    // [M, K] @ [K, N] as a batch of one (views, no copy) on the bf16 instructions, else float32
+    Tensor a3 = make_view(a, {1, a.size(0), a.size(1)}, {0, a.stride(0), a.stride(1)}, a.impl()->offset);
+    Tensor b3 = make_view(b, {1, b.size(0), b.size(1)}, {0, b.stride(0), b.stride(1)}, b.impl()->offset);
+    if (Tensor c = cpu::bf16::bmm(a3, b3); c.defined()) {
+      Tensor r = make_view(c, {a.size(0), b.size(1)}, {c.stride(1), c.stride(2)}, c.impl()->offset);
+      r.impl()->view_base = nullptr;  // a new tensor, not a view (see below)
+      return r;
+    }
+    return narrow(cpu::mm(wide_matrix(a), wide_matrix(b)), a.dtype());
+  }
   if (!a.is_cuda()) return cpu::mm(a, b);
   // [M, K] @ [K, N] as a batch of one (views, no copy)
   Tensor a3 = make_view(a, {1, a.size(0), a.size(1)}, {0, a.stride(0), a.stride(1)}, a.impl()->offset);
@@ -154,6 +222,16 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
   GRADLAB_ON(x, Indexing, gather(x, dim, index));
 }
 Tensor scatter_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
+  // max-pool's backward: [N, C, HW] along dim 2, image by image in cache
+  if (blockable(self) && dim != 0 && self.dim() > 1 && index.size(0) == self.size(0) &&
+      src.size(0) == self.size(0) && src.dtype() == self.dtype() && !index.is_cuda() && !src.is_cuda()) {
+    Tensor out = make_tensor(self.sizes(), self.dtype());
+    by_slices(self, [&](int64_t n0, int64_t n1) {
+      cpu::copy(rows_of(out, n0, n1), cpu::scatter_add(wide(rows_of(self, n0, n1)), dim, rows_of(index, n0, n1),
+                                                       wide(rows_of(src, n0, n1))));
+    });
+    return out;
+  }
   if (is_low(self)) return narrow(scatter_add(wide(self), dim, index, wide(src)), self.dtype());
   GRADLAB_ON(self, Indexing, scatter_add(self, dim, index, src));
 }
@@ -178,6 +256,20 @@ Tensor col2im(const Tensor& cols, int64_t C, int64_t H, int64_t W, const Window2
   GRADLAB_ON(cols, NN, col2im(cols, C, H, W, w));
 }
 std::pair<Tensor, Tensor> max_pool2d(const Tensor& x, const Window2d& w) {
+  if (blockable(x) && x.dim() == 4) {  // image by image in cache (the indices are per plane)
+    Tensor y, idx;
+    by_slices(x, [&](int64_t n0, int64_t n1) {
+      auto [v, i] = cpu::max_pool2d(wide(rows_of(x, n0, n1)), w);
+      if (!y.defined()) {
+        Shape ys = v.sizes();
+        ys[0] = x.size(0);
+        y = make_tensor(ys, x.dtype()), idx = make_tensor(ys, i.dtype());
+      }
+      cpu::copy(rows_of(y, n0, n1), v);
+      cpu::copy(rows_of(idx, n0, n1), i);
+    });
+    return {y, idx};
+  }
   if (is_low(x)) {
     auto [v, i] = kern::max_pool2d(wide(x), w);
     return {narrow(v, x.dtype()), i};
@@ -190,20 +282,45 @@ void check_conv_cpu(const Tensor& t) {
                 "a CPU tensor", "a CUDA tensor", "CUDA convolutions take the unfold + matmul path");
 }
 }  // namespace
+// Half operands (autocast's conv2d): bfloat16 on the CPU's bf16 instructions where it has them,
+// else widened to float32 for the float32 fast path and the result rounded back once.
 Tensor conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dGeom& g) {
   check_conv_cpu(x);
+  if (is_low(x)) {
+    if (Tensor r = cpu::bf16::conv2d_forward(x, weight, bias, g); r.defined()) return r;
+    return narrow(cpu::conv2d_forward(wide(x), wide(weight), wide(bias), g), x.dtype());
+  }
   return cpu::conv2d_forward(x, weight, bias, g);
 }
 Tensor conv2d_backward_input(const Tensor& dy, const Tensor& weight, const Tensor& bias,
                              const Conv2dGeom& g) {
   check_conv_cpu(dy);
+  if (is_low(dy)) {
+    if (Tensor r = cpu::bf16::conv2d_backward_input(dy, weight, bias, g); r.defined()) return r;
+    return narrow(cpu::conv2d_backward_input(wide(dy), wide(weight), wide(bias), g), dy.dtype());
+  }
   return cpu::conv2d_backward_input(dy, weight, bias, g);
 }
 Tensor conv2d_backward_weight(const Tensor& x, const Tensor& dy, const Conv2dGeom& g) {
   check_conv_cpu(x);
+  if (is_low(x)) {
+    if (Tensor r = cpu::bf16::conv2d_backward_weight(x, dy, g); r.defined()) return r;
+    return narrow(cpu::conv2d_backward_weight(wide(x), wide(dy), g), x.dtype());
+  }
   return cpu::conv2d_backward_weight(x, dy, g);
 }
 void add_bias_rows_(Tensor& out, const Tensor& bias) {
+  if (blockable(out) && out.dim() == 2 && out.size(1) > 0) {  // in place, whole rows per block
+    const Tensor b = wide(bias);
+    const int64_t M = out.size(0), N = out.size(1), rows = std::max<int64_t>(1, kHalfBlock / N);
+    for (int64_t r = 0; r < M; r += rows) {
+      Tensor blk = make_view(out, {std::min(rows, M - r), N}, {N, 1}, out.impl()->offset + r * N);
+      Tensor w = wide(blk);
+      cpu::add_bias_rows_(w, b);
+      cpu::copy(blk, w);
+    }
+    return;
+  }
   if (is_low(out)) {
     Tensor w = wide(out);
     add_bias_rows_(w, wide(bias));
@@ -212,6 +329,10 @@ void add_bias_rows_(Tensor& out, const Tensor& bias) {
   GRADLAB_ON(out, NN, add_bias_rows_(out, bias));
 }
 Tensor threshold_backward(const Tensor& grad, const Tensor& y, double threshold) {
+  if (blockable(grad) && y.is_contiguous() && y.dtype() == grad.dtype() && !y.is_cuda())
+    return blocked(grad, [&](int64_t s, int64_t n) {
+      return cpu::threshold_backward(wide(flat_block(grad, s, n)), wide(flat_block(y, s, n)), threshold);
+    });
   if (is_low(grad)) return narrow(threshold_backward(wide(grad), wide(y), threshold), grad.dtype());
   GRADLAB_ON(grad, NN, threshold_backward(grad, y, threshold));
 }

@@ -167,11 +167,13 @@ std::atomic<bool>& conv_reference_flag() {
   return on;
 }
 
-// The fast path takes CPU float32 / float64 tensors of one dtype (bias undefined or the same);
-// CUDA, half types and mixed dtypes (which matmul promotes) take the reference.
+// The fast path takes CPU float32 / float64 / bfloat16 / float16 tensors of one dtype (bias
+// undefined or the same): bfloat16 on the CPU's bf16 instructions where it has them, the half
+// types else through the float32 kernels (backend/kernels.cpp). CUDA and mixed dtypes (which
+// matmul promotes) take the reference.
 bool use_fast_conv(const Tensor& x, const Tensor& w, const Tensor& b) {
   if (conv_reference() || x.is_cuda() || w.is_cuda() || (b.defined() && b.is_cuda())) return false;
-  if (x.dtype() != kFloat32 && x.dtype() != kFloat64) return false;
+  if (x.dtype() != kFloat32 && x.dtype() != kFloat64 && x.dtype() != kBFloat16 && x.dtype() != kFloat16) return false;
   return w.dtype() == x.dtype() && (!b.defined() || b.dtype() == x.dtype());
 }
 

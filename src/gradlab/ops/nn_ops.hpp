@@ -66,8 +66,9 @@ Tensor fold(const Tensor& input, IntPair output_size, IntPair kernel_size, IntPa
 
 /// 2-D convolution (cross-correlation, as in PyTorch): input [N, C, H, W] (or [C, H, W]),
 /// weight [O, C, kh, kw], bias [O] -> [N, O, oh, ow]. On the CPU in float32 / float64 a fast path
-/// (oneDNN for float32 when the build found it, else im2col + one GEMM per image); otherwise, or
-/// under set_conv_reference(true), the readable reference weight @ unfold(input).
+/// (oneDNN for float32 when the build found it, else im2col + one GEMM per image), bfloat16 on
+/// AVX-512 BF16 through oneDNN, other half inputs widened to float32 for the fast path; otherwise,
+/// or under set_conv_reference(true), the readable reference weight @ unfold(input).
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {},
               IntPair stride = 1, IntPair padding = 0, IntPair dilation = 1, Site site = {});
 
