@@ -190,6 +190,12 @@ void check_conv_cpu(const Tensor& t) {
                 "a CPU tensor", "a CUDA tensor", "CUDA convolutions take the unfold + matmul path");
 }
 }  // namespace
+Tensor max_pool2d_backward(const Tensor& dy, const Tensor& idx, int64_t H, int64_t W) {
+  GRADLAB_CHECK(!dy.is_cuda(), DeviceError, "max_pool2d_backward", "this kernel runs on the CPU only",
+                "a CPU tensor", "a CUDA tensor", "CUDA takes scatter_add (ops/internal/nn_ops.hpp)");
+  if (is_low(dy)) return narrow(cpu::max_pool2d_backward(wide(dy), idx, H, W), dy.dtype());
+  return cpu::max_pool2d_backward(dy, idx, H, W);
+}
 Tensor conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dGeom& g) {
   check_conv_cpu(x);
   return cpu::conv2d_forward(x, weight, bias, g);

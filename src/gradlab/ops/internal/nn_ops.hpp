@@ -71,6 +71,11 @@ struct MaxPool2d : BuiltinOp<MaxPool2d> {
   GradList backward(const GradList& g) {
     const int64_t N = in_shape[0], C = in_shape[1], HW = in_shape[2] * in_shape[3];
     Tensor idx = idx_.unpack();
+    // Without create_graph, on the CPU: one pass (zero dx, add dy at each argmax; the same sums
+    // in the same order as the scatter_add below). scatter_add stays the differentiable path and
+    // the reference (set_conv_reference(true)).
+    if (!GradMode::is_enabled() && !g[0].is_cuda() && !conv_reference())
+      return {kern::max_pool2d_backward(g[0], idx, in_shape[2], in_shape[3])};
     const int64_t L = idx.size(2) * idx.size(3);
     Tensor dx = scatter_add(zeros({N, C, HW}, g[0].options()), 2, idx.reshape({N, C, L}),
                             g[0].reshape({N, C, L}));
