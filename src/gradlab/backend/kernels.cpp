@@ -209,6 +209,10 @@ Tensor conv2d_backward_weight(const Tensor& x, const Tensor& dy, const Conv2dGeo
   check_conv_cpu(x);
   return cpu::conv2d_backward_weight(x, dy, g);
 }
+Tensor conv2d_backward_bias(const Tensor& dy) {
+  check_conv_cpu(dy);
+  return cpu::conv2d_backward_bias(dy);
+}
 void add_bias_rows_(Tensor& out, const Tensor& bias) {
   if (is_low(out)) {
     Tensor w = wide(out);

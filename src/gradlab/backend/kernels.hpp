@@ -48,6 +48,7 @@ Tensor conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
 Tensor conv2d_backward_input(const Tensor& dy, const Tensor& weight, const Tensor& bias,
                              const Conv2dGeom& g);
 Tensor conv2d_backward_weight(const Tensor& x, const Tensor& dy, const Conv2dGeom& g);
+Tensor conv2d_backward_bias(const Tensor& dy);
 void add_bias_rows_(Tensor& out, const Tensor& bias);
 Tensor threshold_backward(const Tensor& grad, const Tensor& y, double threshold);
 Tensor sum_rows(const Tensor& x);

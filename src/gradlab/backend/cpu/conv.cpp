@@ -229,7 +229,7 @@ bool pool_row_2x2(const T* plane, int64_t W, int64_t off_a, int64_t ow, T* out, 
       auto pick = [](__m128 t, __m128 x, __m128 y) {  // t ? x : y
         return _mm_or_ps(_mm_and_ps(t, x), _mm_andnot_ps(t, y));
       };
-      for (; x0 + 4 <= ow; x0 += 4) {
+      auto four = [&](int64_t x0) {  // windows x0 .. x0 + 3
         const __m128 p0 = _mm_loadu_ps(r0 + 2 * x0), p1 = _mm_loadu_ps(r0 + 2 * x0 + 4);
         const __m128 q0 = _mm_loadu_ps(r1 + 2 * x0), q1 = _mm_loadu_ps(r1 + 2 * x0 + 4);
         const __m128 a = _mm_shuffle_ps(p0, p1, _MM_SHUFFLE(2, 0, 2, 0)),
@@ -248,6 +248,11 @@ bool pool_row_2x2(const T* plane, int64_t W, int64_t off_a, int64_t ow, T* out, 
         k = _mm_add_epi32(k, _mm_add_epi32(_mm_set1_epi32(static_cast<int>(off_a + 2 * x0)), lanes));
         _mm_storeu_si128(reinterpret_cast<__m128i*>(idx + x0), _mm_unpacklo_epi32(k, zero));
         _mm_storeu_si128(reinterpret_cast<__m128i*>(idx + x0 + 2), _mm_unpackhi_epi32(k, zero));
+      };
+      for (; x0 + 4 <= ow; x0 += 4) four(x0);
+      if (x0 < ow && ow >= 4) {  // the tail: the last 4 windows again (same results rewritten)
+        four(ow - 4);
+        x0 = ow;
       }
       nan |= _mm_movemask_ps(nans);
     }

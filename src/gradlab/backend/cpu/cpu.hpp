@@ -90,6 +90,8 @@ Tensor conv2d_backward_input(const Tensor& dy, const Tensor& weight, const Tenso
                              const Conv2dGeom& g);
 /// dweight = Σ_n dy[n] ⊗ im2col(x[n]), summed over the batch in order n = 0, 1, ...
 Tensor conv2d_backward_weight(const Tensor& x, const Tensor& dy, const Conv2dGeom& g);
+/// The bias gradient db [O] = sum over n, y, x of dy [N, O, oh, ow] (float32 / float64).
+Tensor conv2d_backward_bias(const Tensor& dy);
 
 /// c = a @ b for 2-D a [M, K], b [K, N] (any strides), through bmm.
 Tensor mm(const Tensor& a, const Tensor& b);
