@@ -13,10 +13,12 @@
 #include <rapidcheck/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "gradlab/backend/cpu/conv_onednn.hpp"
+#include "gradlab/backend/cpu/cpu.hpp"
 #include "gradlab/gradlab.hpp"
 #include "gradlab/testing/gradcheck.hpp"
 
@@ -168,6 +170,28 @@ RC_GTEST_PROP(ConvFast, GradcheckOfTheFastPath, ()) {
   if (!r1.ok) RC_FAIL(c.str() + ": " + r1.text());
   const auto r2 = gradlab::testing::gradgradcheck(f, {x, w, b}, {}, opts);
   if (!r2.ok) RC_FAIL(c.str() + ": " + r2.text());
+}
+
+// The bias gradient kernel (cpu::conv2d_backward_bias, what ConvolutionBackward0 runs without
+// create_graph): the same bits for 1 and 2 threads (o is split over threads, each o's sum has one
+// order), and the float64 sum of dy over n, y, x within float32 rounding. Rows of L = oh*ow not a
+// multiple of 8 (the kernel's partial sums have a tail).
+RC_GTEST_PROP(ConvFast, BiasGradientIsTheSumForAnyThreadCount, ()) {
+  const int64_t N = *rc::gen::inRange<int64_t>(1, 5), O = *rc::gen::inRange<int64_t>(1, 40),
+                oh = *rc::gen::inRange<int64_t>(1, 20), ow = *rc::gen::inRange<int64_t>(1, 20);
+  Generator gen(*rc::gen::arbitrary<uint64_t>());
+  const Tensor dy = randn({N, O, oh, ow}, TensorOptions().dtype(kFloat32), &gen);
+  const int before = get_num_threads();
+  set_num_threads(1);
+  const std::vector<float> one = cpu::conv2d_backward_bias(dy).to_vector<float>();
+  set_num_threads(2);
+  const std::vector<float> two = cpu::conv2d_backward_bias(dy).to_vector<float>();
+  set_num_threads(before);
+  const std::vector<double> ref = sum(dy.to(kFloat64), {0, 2, 3}).to_vector<double>();
+  for (int64_t o = 0; o < O; ++o) {
+    RC_ASSERT(std::memcmp(&one[o], &two[o], sizeof(float)) == 0);
+    RC_ASSERT(std::abs(one[o] - ref[o]) <= 1e-5 * (1 + std::abs(ref[o])));
+  }
 }
 
 // The fast path is what runs by default on the CPU (the property above would compare the

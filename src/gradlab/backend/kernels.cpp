@@ -282,6 +282,12 @@ void check_conv_cpu(const Tensor& t) {
                 "a CPU tensor", "a CUDA tensor", "CUDA convolutions take the unfold + matmul path");
 }
 }  // namespace
+Tensor max_pool2d_backward(const Tensor& dy, const Tensor& idx, int64_t H, int64_t W) {
+  GRADLAB_CHECK(!dy.is_cuda(), DeviceError, "max_pool2d_backward", "this kernel runs on the CPU only",
+                "a CPU tensor", "a CUDA tensor", "CUDA takes scatter_add (ops/internal/nn_ops.hpp)");
+  if (is_low(dy)) return narrow(cpu::max_pool2d_backward(wide(dy), idx, H, W), dy.dtype());
+  return cpu::max_pool2d_backward(dy, idx, H, W);
+}
 // Half operands (autocast's conv2d): bfloat16 on the CPU's bf16 instructions where it has them,
 // else widened to float32 for the float32 fast path and the result rounded back once.
 Tensor conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dGeom& g) {
@@ -308,6 +314,10 @@ Tensor conv2d_backward_weight(const Tensor& x, const Tensor& dy, const Conv2dGeo
     return narrow(cpu::conv2d_backward_weight(wide(x), wide(dy), g), x.dtype());
   }
   return cpu::conv2d_backward_weight(x, dy, g);
+}
+Tensor conv2d_backward_bias(const Tensor& dy) {
+  check_conv_cpu(dy);
+  return cpu::conv2d_backward_bias(dy);
 }
 void add_bias_rows_(Tensor& out, const Tensor& bias) {
   if (blockable(out) && out.dim() == 2 && out.size(1) > 0) {  // in place, whole rows per block

@@ -40,12 +40,15 @@ void check_indices(const Tensor& index, int64_t size, const char* op);
 Tensor im2col(const Tensor& x, const Window2d& w);
 Tensor col2im(const Tensor& cols, int64_t C, int64_t H, int64_t W, const Window2d& w);
 std::pair<Tensor, Tensor> max_pool2d(const Tensor& x, const Window2d& w);
+// max_pool2d's backward in one pass (CPU only; CUDA takes scatter_add): dx [N, C, H, W].
+Tensor max_pool2d_backward(const Tensor& dy, const Tensor& idx, int64_t H, int64_t W);
 // The fast convolution (backend/cpu/conv_gemm.cpp, conv_onednn.cpp): CPU float32 / float64
 // only; the op layer sends every other case to the reference (unfold + matmul + fold).
 Tensor conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dGeom& g);
 Tensor conv2d_backward_input(const Tensor& dy, const Tensor& weight, const Tensor& bias,
                              const Conv2dGeom& g);
 Tensor conv2d_backward_weight(const Tensor& x, const Tensor& dy, const Conv2dGeom& g);
+Tensor conv2d_backward_bias(const Tensor& dy);
 void add_bias_rows_(Tensor& out, const Tensor& bias);
 Tensor threshold_backward(const Tensor& grad, const Tensor& y, double threshold);
 Tensor sum_rows(const Tensor& x);

@@ -83,7 +83,8 @@ Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor&
 
 /// Sends conv2d and conv_transpose2d to the readable reference (unfold + matmul + fold) instead of
 /// the CPU fast path (oneDNN or im2col + GEMM). Starts on when the environment sets
-/// GRADLAB_CONV_REFERENCE=1. Process-wide; the checks compare the paths through it.
+/// GRADLAB_CONV_REFERENCE=1. Process-wide; the checks compare the paths through it. It also sends
+/// max_pool2d's backward to scatter_add (the one-pass CPU kernel otherwise).
 void set_conv_reference(bool on);
 /// Whether conv2d / conv_transpose2d use the reference path (see set_conv_reference).
 bool conv_reference();

@@ -17,6 +17,7 @@
 #include "gradlab/backend/cpu/conv_onednn.hpp"
 #include "gradlab/backend/cpu/cpu.hpp"
 #include "gradlab/backend/cpu/loops.hpp"
+#include "gradlab/backend/cpu/parallel.hpp"
 
 namespace gradlab::cpu {
 
@@ -231,6 +232,38 @@ Tensor conv2d_backward_weight(const Tensor& x_in, const Tensor& dy_in, const Con
     }
   });
   return dw;
+}
+
+// db[o] = Σ_n Σ_l dy[n, o, l]: each [L] row summed in 8 partial sums (they vectorize), the rows
+// of one o added in n order in double; o split over threads (each o's sums are the same on any
+// thread: the bits do not depend on the count).
+Tensor conv2d_backward_bias(const Tensor& dy_in) {
+  const Tensor dy = contiguous(dy_in);
+  const int64_t N = dy.size(0), O = dy.size(1), L = dy.size(2) * dy.size(3);
+  Tensor db = make_tensor({O}, dy.dtype());
+  on_float(dy, "conv2d", [&]<class T>() {
+    const T* p = ptr<const T>(dy);
+    T* out = ptr<T>(db);
+    parallel_for(0, O, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, N * L)),
+                 [&](int64_t o0, int64_t o1) {
+                   for (int64_t o = o0; o < o1; ++o) {
+                     double total = 0;
+                     for (int64_t n = 0; n < N; ++n) {
+                       const T* row = p + (n * O + o) * L;
+                       T part[8] = {};
+                       int64_t l = 0;
+                       for (; l + 8 <= L; l += 8)
+                         for (int k = 0; k < 8; ++k) part[k] += row[l + k];
+                       for (; l < L; ++l) part[0] += row[l];
+                       T s = T(0);
+                       for (int k = 0; k < 8; ++k) s += part[k];
+                       total += static_cast<double>(s);
+                     }
+                     out[o] = static_cast<T>(total);
+                   }
+                 });
+  });
+  return db;
 }
 
 }  // namespace gradlab::cpu

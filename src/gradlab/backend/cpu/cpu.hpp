@@ -68,6 +68,10 @@ Tensor im2col(const Tensor& x, const Window2d& w);
 Tensor col2im(const Tensor& cols, int64_t C, int64_t H, int64_t W, const Window2d& w);
 /// (values [N, C, oh, ow], int64 index into H*W of each window's max); padding never wins.
 std::pair<Tensor, Tensor> max_pool2d(const Tensor& x, const Window2d& w);
+/// The same through math::max_pool_window window by window: the oracle of max_pool2d's checks.
+std::pair<Tensor, Tensor> max_pool2d_reference(const Tensor& x, const Window2d& w);
+/// dx [N, C, H, W] = dy [N, C, oh, ow] added at idx (max_pool2d's indices), in output order.
+Tensor max_pool2d_backward(const Tensor& dy, const Tensor& idx, int64_t H, int64_t W);
 
 /// One grouped convolution: x [N, C, H, W], weight [O, C / groups, kh, kw], y [N, O, oh, ow].
 /// oh, ow are given, not derived from H, W: a transposed convolution with output_padding >=
@@ -86,6 +90,8 @@ Tensor conv2d_backward_input(const Tensor& dy, const Tensor& weight, const Tenso
                              const Conv2dGeom& g);
 /// dweight = Σ_n dy[n] ⊗ im2col(x[n]), summed over the batch in order n = 0, 1, ...
 Tensor conv2d_backward_weight(const Tensor& x, const Tensor& dy, const Conv2dGeom& g);
+/// The bias gradient db [O] = sum over n, y, x of dy [N, O, oh, ow] (float32 / float64).
+Tensor conv2d_backward_bias(const Tensor& dy);
 
 /// c = a @ b for 2-D a [M, K], b [K, N] (any strides), through bmm.
 Tensor mm(const Tensor& a, const Tensor& b);

@@ -71,6 +71,11 @@ struct MaxPool2d : BuiltinOp<MaxPool2d> {
   GradList backward(const GradList& g) {
     const int64_t N = in_shape[0], C = in_shape[1], HW = in_shape[2] * in_shape[3];
     Tensor idx = idx_.unpack();
+    // Without create_graph, on the CPU: one pass (zero dx, add dy at each argmax; the same sums
+    // in the same order as the scatter_add below). scatter_add stays the differentiable path and
+    // the reference (set_conv_reference(true)).
+    if (!GradMode::is_enabled() && !g[0].is_cuda() && !conv_reference())
+      return {kern::max_pool2d_backward(g[0], idx, in_shape[2], in_shape[3])};
     const int64_t L = idx.size(2) * idx.size(3);
     Tensor dx = scatter_add(zeros({N, C, HW}, g[0].options()), 2, idx.reshape({N, C, L}),
                             g[0].reshape({N, C, L}));
@@ -143,6 +148,15 @@ struct ConvBackwardWeight : BuiltinOp<ConvBackwardWeight> {
   GradList backward(const GradList& g);
 };
 
+// db = Σ_{n,y,x} dy: one pass over dy's rows (CPU float32 / float64, no create_graph) instead of
+// sum(dy, {0, 2, 3}), which first copies dy into [O, N, oh, ow] order (the reference otherwise).
+inline Tensor conv_bias_grad(const Tensor& dy) {
+  if (GradMode::is_enabled() || dy.is_cuda() || conv_reference() ||
+      (dy.dtype() != kFloat32 && dy.dtype() != kFloat64))
+    return sum(dy, {0, 2, 3});
+  return kern::conv2d_backward_bias(dy);
+}
+
 inline GradList ConvForward::backward(const GradList& g) {
   const Tensor& dy = g[0];
   return {needs_input_grad(0)
@@ -150,7 +164,7 @@ inline GradList ConvForward::backward(const GradList& g) {
               : Tensor(),
           needs_input_grad(1) ? record<ConvBackwardWeight>(Site::unknown(), x_.unpack(), dy, geom)
                               : Tensor(),
-          needs_input_grad(2) ? sum(dy, {0, 2, 3}) : Tensor()};
+          needs_input_grad(2) ? conv_bias_grad(dy) : Tensor()};
 }
 inline GradList ConvBackwardInput::backward(const GradList& g) {
   const Tensor& gx = g[0];
