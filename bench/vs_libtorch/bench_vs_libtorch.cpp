@@ -18,7 +18,8 @@
 //   relu_chain_compiled_16M  the same through gradlab::jit::compile (gradlab only: LibTorch's C++
 //                         API has no compile step)
 // Each binary's counter threads_api is 1 when the library's set_num_threads was called, 0 when
-// the library has none (then only OpenBLAS's threads follow the row's thread count).
+// the library has none (then only OpenBLAS's threads follow the row's thread count). Both
+// binaries also set OpenBLAS's count to the row's, so a row's matmuls use that many threads.
 //
 //   build/release/bench/bench_vs_libtorch_gradlab --benchmark_repetitions=3 --benchmark_format=json
 //   python3 tools/vs_libtorch.py     (runs both binaries and prints the README's table)
@@ -31,6 +32,7 @@
 #include <vector>
 
 #if GRADLAB_BENCH_LIBTORCH
+#include <dlfcn.h>  // dlsym: OpenBLAS's thread count, see use_threads
 #include <torch/torch.h>
 #else
 #include <cblas.h>
@@ -62,6 +64,15 @@ void use_threads(benchmark::State& state) {
   if constexpr (kHasThreadsApi) bench_probe::set_threads(n);
 #if !GRADLAB_BENCH_LIBTORCH
   openblas_set_num_threads(n);
+#else
+  // NOTE: Debian's LibTorch multiplies through OpenBLAS, and at::set_num_threads does not set
+  // OpenBLAS's count (it sets MKL's, which this build lacks): without this call LibTorch's
+  // "1 thread" rows ran their matmuls on every core (perf: as many sgemm_kernel samples on
+  // OpenBLAS's worker as on the main thread). Looked up at run time, as the symbol comes from a
+  // library LibTorch pulls in, not one this program links.
+  using SetBlasThreads = void (*)(int);
+  if (auto f = reinterpret_cast<SetBlasThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads")))
+    f(n);
 #endif
   state.counters["threads_api"] = kHasThreadsApi ? 1 : 0;
 }
