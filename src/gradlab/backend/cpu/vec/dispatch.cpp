@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "gradlab/backend/cpu/vec/reduce.hpp"
 #include "gradlab/backend/cpu/vec/vec.hpp"
 #include "gradlab/core/cpu_capability.hpp"
 
@@ -64,6 +65,24 @@ const Kernels* kernels_for(Capability level) {
 
 const Kernels& kernels() {
   static const Kernels* const k = kernels_for(pick());
+  return *k;
+}
+
+const ReduceKernels* reduce_kernels_for(Capability level) {
+  if (level > best_capability()) return nullptr;
+  switch (level) {
+    case Capability::Avx512: return &kReduceAvx512;
+    case Capability::Avx2: return &kReduceAvx2;
+    case Capability::Default: break;
+  }
+  return &kReduceDefault;
+}
+
+// The sums run at the level the elementwise kernels run at (one pick, one message).
+const ReduceKernels& reduce_kernels() {
+  static const ReduceKernels* const k = reduce_kernels_for(&kernels() == &kAvx512 ? Capability::Avx512
+                                                           : &kernels() == &kAvx2 ? Capability::Avx2
+                                                                                  : Capability::Default);
   return *k;
 }
 

@@ -6,3 +6,7 @@
 #define GRADLAB_VEC_LEVEL avx2
 #include "gradlab/backend/cpu/vec/level.hpp"
 static_assert(std::is_same_v<gradlab::cpu::vec::Arch, xsimd::fma3<xsimd::avx2>>, "vec_avx2.cpp needs -mavx2 -mfma");
+
+// The level's sum / max / min kernels (vec/reduce.hpp).
+#define GRADLAB_VEC_REDUCE_TABLE kReduceAvx2
+#include "gradlab/backend/cpu/vec/reduce_level.hpp"

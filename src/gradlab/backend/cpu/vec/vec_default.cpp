@@ -6,3 +6,7 @@
 #define GRADLAB_VEC_LEVEL default
 #include "gradlab/backend/cpu/vec/level.hpp"
 static_assert(std::is_same_v<gradlab::cpu::vec::Arch, xsimd::sse2>, "the default level is SSE2 (no -m flags)");
+
+// The level's sum / max / min kernels (vec/reduce.hpp).
+#define GRADLAB_VEC_REDUCE_TABLE kReduceDefault
+#include "gradlab/backend/cpu/vec/reduce_level.hpp"
