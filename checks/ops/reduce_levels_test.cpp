@@ -213,7 +213,8 @@ TEST(ReduceLevels, ColumnSumsHaveTheRowPathsBits) {
   const Case cases[] = {
       {{3, 20000, 5}, {1}, {0, 2, 1}},         // more than one block of 16384 rows
       {{40000, 7}, {0}, {1, 0}},               // leading dim, the bias-gradient path
-      {{5, 33, 130}, {1}, {0, 2, 1}},          // more columns than one tile of 128
+      {{5, 33, 130}, {1}, {0, 2, 1}},          // a middle dim, small
+      {{2, 40, 9000}, {1}, {0, 2, 1}},         // more columns than one tile of 8192
       {{2, 3, 64, 9}, {1, 2}, {0, 3, 1, 2}},   // two dims, 192 rows
       {{4, 5, 2}, {0, 1}, {2, 0, 1}},          // fewer rows than 32 lanes
   };
