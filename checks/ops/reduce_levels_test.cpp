@@ -236,4 +236,39 @@ TEST(ReduceLevels, ColumnSumsHaveTheRowPathsBits) {
   }
 }
 
+// max(dim) / argmax (reduce.cpp: the vector kernel's value, then its first index) give the scalar
+// rule's answer: the first NaN if there is one, else the first index of the largest (smallest)
+// value, -0 and +0 counted as ties. Rows with repeated values, zeros of both signs and NaNs.
+TEST(ReduceLevels, MaxMinIndicesFollowTheScalarRule) {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> pick(0, 9);
+  for (int64_t n : {1, 2, 31, 32, 33, 100, 1000}) {
+    std::vector<double> v(static_cast<size_t>(4 * n));
+    for (size_t r = 0; r < 4; ++r)
+      for (int64_t i = 0; i < n; ++i) {
+        const int c = pick(rng);
+        double& e = v[r * n + i];
+        e = c < 2 ? 0.0 : c < 4 ? -0.0 : c < 5 && r == 3 ? std::numeric_limits<double>::quiet_NaN() : (c - 5) * 0.5;
+      }
+    for (auto dt : {gradlab::kFloat32, gradlab::kFloat64}) {
+      const gradlab::Tensor x = gradlab::from_vector(v, {4, n}).to(dt);
+      for (bool is_max : {true, false}) {
+        auto [val, idx] = is_max ? gradlab::max(x, 1) : gradlab::min(x, 1);
+        for (int64_t r = 0; r < 4; ++r) {
+          const double* row = v.data() + r * n;
+          int64_t best = 0;
+          for (int64_t i = 1; i < n; ++i) {
+            if (std::isnan(row[best])) break;
+            if (std::isnan(row[i])) { best = i; break; }
+            if (is_max ? row[i] > row[best] : row[i] < row[best]) best = i;
+          }
+          EXPECT_EQ(idx[r].item<int64_t>(), best) << gradlab::cpu_capability() << " n=" << n << " row " << r;
+          EXPECT_EQ(bits(val[r].to(gradlab::kFloat64).item<double>()), bits(row[best]))
+              << gradlab::cpu_capability() << " n=" << n << " row " << r;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace

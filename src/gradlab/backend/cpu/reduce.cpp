@@ -219,6 +219,24 @@ std::pair<Tensor, Tensor> reduce_index(Reduce op, const Tensor& x, int64_t dim, 
                  [&](int64_t j0, int64_t j1) {
                    for (int64_t j = j0; j < j1; ++j) {
                      const T* row = p + j * n;
+                     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+                       // Two passes, the same answer as the loop below: the value by the vector
+                       // kernel (NaN wins), then its first index (-0 == +0, so among zeros the
+                       // first one, as the strict comparison below keeps).
+                       const vec::ReduceKernels& k = vec::reduce_kernels();
+                       double m;
+                       if constexpr (std::is_same_v<T, float>) m = k.minmax_f32(op == Reduce::Max, row, n);
+                       else m = k.minmax_f64(op == Reduce::Max, row, n);
+                       int64_t i = 0;
+                       if (m != m) {
+                         while (row[i] == row[i]) ++i;
+                       } else {
+                         while (static_cast<double>(row[i]) != m) ++i;
+                       }
+                       v[j] = row[i];
+                       ix[j] = i;
+                       continue;
+                     }
                      int64_t best = 0;
                      for (int64_t i = 1; i < n; ++i) {
                        if constexpr (std::is_floating_point_v<T>) {
