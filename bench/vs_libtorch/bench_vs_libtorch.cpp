@@ -9,6 +9,9 @@
 //   gelu_backward_1M      dx = autograd::grad(gelu(x), x, dy): the forward, then its backward
 //                         (erf and exp); not a row of tools/vs_libtorch.py's table
 //   sum_16M               x.sum() over 16M elements
+//   sum_dim1_4096x4096    x.sum(1): 4096 contiguous rows of 4096 (issue 28's reductions)
+//   sum_dim0_4096x4096    x.sum(0): down the columns (strided outer dim)
+//   max_16M               x.max() over 16M elements
 //   softmax_16384x1024    softmax over dim 1
 //   cnn_step              conv 3x3 1->16, ReLU, max-pool 2, conv 3x3 16->32, ReLU, max-pool 2,
 //                         linear 1568->10; batch 64, 1x28x28; cross-entropy, SGD(0.01); counter
@@ -138,6 +141,15 @@ void tanh_1M(benchmark::State& s) {
 void sum_16M(benchmark::State& s) {
   unary(s, 16 << 20, [](const torch::Tensor& x) { return x.sum(); });
 }
+void sum_dim1_4096x4096(benchmark::State& s) {
+  unary(s, 16 << 20, [](const torch::Tensor& x) { return x.reshape({4096, 4096}).sum(1); });
+}
+void sum_dim0_4096x4096(benchmark::State& s) {
+  unary(s, 16 << 20, [](const torch::Tensor& x) { return x.reshape({4096, 4096}).sum(0); });
+}
+void max_16M(benchmark::State& s) {
+  unary(s, 16 << 20, [](const torch::Tensor& x) { return x.max(); });
+}
 void relu_chain_16M(benchmark::State& s) {
   unary(s, 16 << 20, [](const torch::Tensor& x) { return torch::relu(x * 2 + 1); });
 }
@@ -224,6 +236,9 @@ ROW(sigmoid_1M, kMicrosecond);
 ROW(tanh_1M, kMicrosecond);
 ROW(add_1M, kMicrosecond);
 ROW(sum_16M, kMillisecond);
+ROW(sum_dim1_4096x4096, kMillisecond);
+ROW(sum_dim0_4096x4096, kMillisecond);
+ROW(max_16M, kMillisecond);
 ROW(softmax_16384x1024, kMillisecond);
 ROW(cnn_step, kMillisecond);
 ROW(mlp_step, kMillisecond);

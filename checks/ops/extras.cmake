@@ -43,3 +43,21 @@ add_test(NAME capability_unknown_name_is_reported
           "--gtest_filter=VecMath.CapabilityIsOneOfTheLevels")
 set_tests_properties(capability_unknown_name_is_reported PROPERTIES LABELS unit TIMEOUT 60
   PASS_REGULAR_EXPRESSION "GRADLAB_CPU_CAPABILITY=avx9000 is not a level; expected default, avx2 or avx512; using (default|avx2|avx512)")
+
+# ---- the sum / max / min kernels at each forced capability level (vec/reduce.hpp) ---------------
+# check_ops' ReduceLevels.* (each level's kernels, and the public sums at the forced level) and
+# prop_core's thread-count identity, once per level; a level this CPU lacks is skipped.
+foreach(_cap default avx2 avx512)
+  add_test(NAME capability_${_cap}_reduce
+    COMMAND "${CMAKE_COMMAND}" -E env GRADLAB_CPU_CAPABILITY=${_cap} "$<TARGET_FILE:check_ops>"
+            "--gtest_filter=ReduceLevels.*:Reduce*")
+  set_tests_properties(capability_${_cap}_reduce PROPERTIES LABELS unit TIMEOUT 300
+    SKIP_REGULAR_EXPRESSION "this CPU runs at most")
+  if(TARGET prop_core)
+    add_test(NAME capability_${_cap}_threads_identity
+      COMMAND "${CMAKE_COMMAND}" -E env GRADLAB_CPU_CAPABILITY=${_cap} "$<TARGET_FILE:prop_core>"
+              "--gtest_filter=Threads.*")
+    set_tests_properties(capability_${_cap}_threads_identity PROPERTIES LABELS property TIMEOUT 600
+      SKIP_REGULAR_EXPRESSION "this CPU runs at most" ENVIRONMENT "${GRADLAB_TEST_ENV}")
+  endif()
+endforeach()

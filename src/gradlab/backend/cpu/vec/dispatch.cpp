@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "gradlab/backend/cpu/vec/reduce.hpp"
 #include "gradlab/backend/cpu/vec/vec.hpp"
 #include "gradlab/core/cpu_capability.hpp"
 
@@ -68,6 +69,30 @@ const Kernels* kernels_for(Capability level) {
 const Kernels& kernels() {
   static const Kernels* const k = kernels_for(pick());
   return *k;
+}
+
+const ReduceKernels* reduce_kernels_for(Capability level) {
+  if (level > best_capability()) return nullptr;
+#if defined(__x86_64__) || defined(__i386__)
+  switch (level) {
+    case Capability::Avx512: return &kReduceAvx512;
+    case Capability::Avx2: return &kReduceAvx2;
+    case Capability::Default: break;
+  }
+#endif
+  return &kReduceDefault;
+}
+
+// The sums run at the level the elementwise kernels run at (one pick, one message).
+const ReduceKernels& reduce_kernels() {
+#if defined(__x86_64__) || defined(__i386__)
+  static const ReduceKernels* const k = reduce_kernels_for(&kernels() == &kAvx512 ? Capability::Avx512
+                                                           : &kernels() == &kAvx2 ? Capability::Avx2
+                                                                                  : Capability::Default);
+  return *k;
+#else
+  return kReduceDefault;
+#endif
 }
 
 // Picked at load time (so a forced level's message comes first, not at the first op).

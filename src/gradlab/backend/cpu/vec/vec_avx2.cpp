@@ -8,4 +8,8 @@
 #define GRADLAB_VEC_LEVEL avx2
 #include "gradlab/backend/cpu/vec/level.hpp"
 static_assert(std::is_same_v<gradlab::cpu::vec::Arch, xsimd::fma3<xsimd::avx2>>, "vec_avx2.cpp needs -mavx2 -mfma");
-#endif
+
+// The level's sum / max / min kernels (vec/reduce.hpp).
+#define GRADLAB_VEC_REDUCE_TABLE kReduceAvx2
+#include "gradlab/backend/cpu/vec/reduce_level.hpp"
+#endif  // x86

@@ -8,4 +8,8 @@
 #define GRADLAB_VEC_LEVEL avx512
 #include "gradlab/backend/cpu/vec/level.hpp"
 static_assert(std::is_same_v<gradlab::cpu::vec::Arch, xsimd::avx512bw>, "vec_avx512.cpp needs -mavx512f/bw/vl/dq");
-#endif
+
+// The level's sum / max / min kernels (vec/reduce.hpp).
+#define GRADLAB_VEC_REDUCE_TABLE kReduceAvx512
+#include "gradlab/backend/cpu/vec/reduce_level.hpp"
+#endif  // x86

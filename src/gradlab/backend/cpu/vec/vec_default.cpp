@@ -9,3 +9,7 @@
 #if defined(__x86_64__) || defined(__i386__)
 static_assert(std::is_same_v<gradlab::cpu::vec::Arch, xsimd::sse2>, "the default level is SSE2 (no -m flags)");
 #endif
+
+// The level's sum / max / min kernels (vec/reduce.hpp).
+#define GRADLAB_VEC_REDUCE_TABLE kReduceDefault
+#include "gradlab/backend/cpu/vec/reduce_level.hpp"
