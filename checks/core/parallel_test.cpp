@@ -1,11 +1,16 @@
-// Intra-op threads: the thread count (set_num_threads, the environment) and parallel_for
-// (chunks cover the range once, nested calls run serially, exceptions reach the caller).
+// Intra-op threads: the thread count (set_num_threads, the environment, the OpenMP count oneDNN
+// reads) and parallel_for (chunks cover the range once, nested calls run serially, exceptions
+// reach the caller, a forked child runs serially).
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <atomic>
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <mutex>
@@ -176,6 +181,63 @@ TEST(ParallelFor, CallsFromSeveralThreadsAtOnceAllComplete) {
     });
   for (auto& th : users) th.join();
   EXPECT_EQ(total, 4 * 200 * 1000);
+}
+
+// oneDNN sizes its regions by omp_get_max_threads(), a per-thread OpenMP setting: set_num_threads
+// sets it on the calling thread, and sync_runtime_threads() (called before every oneDNN primitive)
+// on any other thread.
+TEST(Threads, SetNumThreadsGovernsTheOpenMPCount) {
+  ThreadsGuard guard;
+  std::printf("parallel_for runs on: %s\n", cpu::detail::runtime_name());
+  for (int n : {3, 1, 2}) {
+    set_num_threads(n);
+    EXPECT_EQ(cpu::detail::runtime_threads(), n);
+    int other = 0;
+    std::thread([&] {
+      cpu::detail::sync_runtime_threads();
+      other = cpu::detail::runtime_threads();
+    }).join();
+    EXPECT_EQ(other, n) << "a second thread, before a oneDNN call";
+  }
+}
+
+// A forked child (an MPI relaunch, a DataLoader worker) does not have the parent's OpenMP team or
+// pool threads: its parallel_for runs every chunk on its own thread, and oneDNN gets 1 thread.
+// The child reports through its exit status; a hang is killed after 30 s and fails the test.
+TEST(ParallelFor, AForkedChildRunsSerially) {
+  ThreadsGuard guard;
+  set_num_threads(2);
+  std::atomic<int64_t> total{0};
+  for (int rep = 0; rep < 10; ++rep)  // the parent's team exists before the fork
+    cpu::parallel_for(0, 1000, 10, [&](int64_t b, int64_t e) { total += e - b; });
+  ASSERT_EQ(total, 10 * 1000);
+  std::fflush(nullptr);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const std::thread::id self = std::this_thread::get_id();
+    std::atomic<int> chunks{0}, elsewhere{0};
+    cpu::parallel_for(0, 1000, 10, [&](int64_t, int64_t) {
+      ++chunks;
+      if (std::this_thread::get_id() != self) ++elsewhere;
+    });
+    cpu::detail::sync_runtime_threads();
+    const bool ok = chunks == 2 && elsewhere == 0 && cpu::detail::runtime_threads() == 1 &&
+                    sum(ones({300000})).item<float>() == 300000.0f;
+    ::_exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  pid_t done = 0;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while ((done = ::waitpid(child, &status, WNOHANG)) == 0 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (done == 0) {
+    ::kill(child, SIGKILL);
+    ::waitpid(child, &status, 0);
+    FAIL() << "the forked child hung in parallel_for";
+  }
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the child ran chunks on other threads or got a wrong sum";
 }
 
 TEST(ParallelFor, LargeOpsMatchTheirOneThreadResults) {

@@ -21,6 +21,7 @@
 #include <unordered_map>
 
 #include "gradlab/backend/cpu/loops.hpp"
+#include "gradlab/backend/cpu/parallel.hpp"
 
 namespace gradlab::cpu::onednn {
 
@@ -151,6 +152,7 @@ memory in_layout(const memory::desc& plain, memory buf, void* p, dnnl::stream& s
 void run(Entry& e, int arg_a, const Tensor& a, int arg_b, const Tensor& b, int arg_out,
          const Tensor& out, const Tensor& bias) {
   std::lock_guard<std::mutex> lock(e.mu);
+  cpu::detail::sync_runtime_threads();  // oneDNN's regions: set_num_threads' count, on this thread too
   dnnl::stream st(engine());
   memory ma = in_layout(e.a_plain, e.ma, const_cast<float*>(ptr<const float>(a)), st);
   memory mb = in_layout(e.b_plain, e.mb, const_cast<float*>(ptr<const float>(b)), st);
