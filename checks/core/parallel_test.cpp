@@ -202,7 +202,8 @@ TEST(Threads, SetNumThreadsGovernsTheOpenMPCount) {
 }
 
 // A forked child (an MPI relaunch, a DataLoader worker) does not have the parent's OpenMP team or
-// pool threads: its parallel_for runs every chunk on its own thread, and oneDNN gets 1 thread.
+// pool threads (libgomp's region would hang there): its parallel_for runs every chunk on its own
+// thread, and oneDNN gets 1 thread.
 // The child reports through its exit status; a hang is killed after 30 s and fails the test.
 TEST(ParallelFor, AForkedChildRunsSerially) {
   ThreadsGuard guard;
@@ -211,6 +212,11 @@ TEST(ParallelFor, AForkedChildRunsSerially) {
   for (int rep = 0; rep < 10; ++rep)  // the parent's team exists before the fork
     cpu::parallel_for(0, 1000, 10, [&](int64_t b, int64_t e) { total += e - b; });
   ASSERT_EQ(total, 10 * 1000);
+  // A float32 convolution with 8 input channels: oneDNN's path where it is built (its OpenMP team
+  // now exists in the parent too).
+  manual_seed(5);
+  const Tensor x = randn({4, 8, 16, 16}), w = randn({8, 8, 3, 3});
+  const Tensor y = conv2d(x, w);
   std::fflush(nullptr);
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
@@ -223,7 +229,7 @@ TEST(ParallelFor, AForkedChildRunsSerially) {
     });
     cpu::detail::sync_runtime_threads();
     const bool ok = chunks == 2 && elsewhere == 0 && cpu::detail::runtime_threads() == 1 &&
-                    sum(ones({300000})).item<float>() == 300000.0f;
+                    sum(ones({300000})).item<float>() == 300000.0f && conv2d(x, w).sizes() == y.sizes();
     ::_exit(ok ? 0 : 1);
   }
   int status = 0;
