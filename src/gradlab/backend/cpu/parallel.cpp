@@ -1,10 +1,16 @@
 // The threads behind parallel_for (parallel.hpp) and set_num_threads: OpenMP's team when the
-// library is built with OpenMP (GRADLAB_HAVE_OPENMP), else a small pool of its own.
+// library is built with OpenMP (GRADLAB_HAVE_OPENMP) and GRADLAB_THREAD_RUNTIME is not "pool",
+// else a small pool of std::threads.
 
 #include "gradlab/backend/cpu/parallel.hpp"
 
 #include <cblas.h>
 #include <unistd.h>
+
+#include <string>
+#ifndef GRADLAB_HAVE_OPENMP
+#define GRADLAB_HAVE_OPENMP 0
+#endif
 #if GRADLAB_HAVE_OPENMP
 #include <omp.h>
 #endif
@@ -93,7 +99,7 @@ void serial(int64_t nchunks, detail::ChunkFn fn) {
 // counter), so a late worker on a loaded machine costs one chunk, not a wait.
 std::atomic_flag g_busy = ATOMIC_FLAG_INIT;
 
-void run_team(int64_t nchunks, int threads, detail::ChunkFn fn) {
+void run_openmp(int64_t nchunks, int threads, detail::ChunkFn fn) {
   // Busy (another thread's parallel_for: a second team would oversubscribe) or forked child
   // (libgomp's team did not survive the fork): run here, serially.
   if (forked_child() || g_busy.test_and_set(std::memory_order_acquire)) {
@@ -124,7 +130,10 @@ void run_team(int64_t nchunks, int threads, detail::ChunkFn fn) {
   if (error) std::rethrow_exception(error);
 }
 
-#else  // no OpenMP: a pool of std::threads
+#endif  // GRADLAB_HAVE_OPENMP
+
+// The pool (GRADLAB_THREAD_RUNTIME=pool, or no OpenMP). It sleeps at once when idle: robust on a
+// machine with more runnable threads than cores, but each region pays a condition-variable wake.
 
 // Workers sleep on `wake_` until a new generation; the first `want_` of them take chunks from
 // `next_` with the caller, and the caller waits on `done_` until all `want_` have finished.
@@ -220,9 +229,25 @@ Pool& pool() {
   return *p;
 }
 
-void run_team(int64_t nchunks, int threads, detail::ChunkFn fn) { pool().run(nchunks, threads, fn); }
+// Which runtime runs the chunks: OpenMP unless GRADLAB_THREAD_RUNTIME=pool (or no OpenMP).
+std::atomic<bool>& use_openmp() {
+  static std::atomic<bool> on{[] {
+    const char* v = std::getenv("GRADLAB_THREAD_RUNTIME");
+    const std::string s = v ? v : "";
+    if (!s.empty() && s != "openmp" && s != "pool")
+      std::fprintf(stderr,
+                   "gradlab: ignoring GRADLAB_THREAD_RUNTIME='%s'; expected openmp or pool\n", v);
+    return GRADLAB_HAVE_OPENMP && s != "pool";
+  }()};
+  return on;
+}
 
-#endif  // GRADLAB_HAVE_OPENMP
+void run_team(int64_t nchunks, int threads, detail::ChunkFn fn) {
+#if GRADLAB_HAVE_OPENMP
+  if (use_openmp().load(std::memory_order_relaxed)) return run_openmp(nchunks, threads, fn);
+#endif
+  pool().run(nchunks, threads, fn);
+}
 
 }  // namespace
 
@@ -246,12 +271,14 @@ int runtime_threads() {
 #endif
 }
 
-const char* runtime_name() {
-#if GRADLAB_HAVE_OPENMP
-  return "openmp";
-#else
-  return "pool";
-#endif
+const char* runtime_name() { return use_openmp().load() ? "openmp" : "pool"; }
+
+bool set_runtime(const std::string& name) {
+  GRADLAB_CHECK(name == "pool" || (name == "openmp" && GRADLAB_HAVE_OPENMP), ValueError,
+                "set_runtime", "unknown or unavailable thread runtime",
+                GRADLAB_HAVE_OPENMP ? "\"openmp\" or \"pool\"" : "\"pool\" (built without OpenMP)",
+                name);
+  return use_openmp().exchange(name == "openmp");
 }
 }  // namespace detail
 

@@ -2,7 +2,9 @@
 // parallel_for: the one way a CPU kernel uses more than one thread. With OpenMP (CMake found it:
 // GRADLAB_HAVE_OPENMP, GCC's libgomp) each call is one OpenMP region, as in ATen, so it shares
 // one team of threads with oneDNN (Debian's libdnnl runs on libgomp) instead of competing with
-// it for the cores. Without OpenMP, a small pool of std::threads. Either way: the caller runs
+// it for the cores. Without OpenMP, or with GRADLAB_THREAD_RUNTIME=pool, a small pool of
+// std::threads that sleeps at once when idle (libgomp's workers spin first: fast back-to-back
+// regions on an idle machine, a collapse on an oversubscribed one). Either way: the caller runs
 // chunks too, nested calls and calls from a second thread while a region is running run
 // serially (no oversubscription, no deadlock), an exception thrown in a chunk reaches the
 // caller, and a forked child (an MPI relaunch) runs serially instead of waiting on threads it
@@ -23,6 +25,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 
 #include "gradlab/core/parallel.hpp"
 
@@ -50,8 +53,12 @@ void run_chunks(int64_t nchunks, int threads, ChunkFn fn);
 void sync_runtime_threads();
 /// The calling thread's OpenMP count (omp_get_max_threads()); get_num_threads() without OpenMP.
 int runtime_threads();
-/// "openmp" or "pool": what runs parallel_for's chunks in this build.
+/// "openmp" or "pool": what runs parallel_for's chunks now (GRADLAB_THREAD_RUNTIME at start).
 const char* runtime_name();
+/// Runs later regions on "openmp" or "pool" (ValueError for another name, or "openmp" in a build
+/// without it); returns whether OpenMP was in use. For checks and benches: call it while no
+/// parallel_for runs.
+bool set_runtime(const std::string& name);
 }  // namespace detail
 
 /// f(chunk_begin, chunk_end) over [begin, end) split into at most get_num_threads() chunks of at
