@@ -6,8 +6,6 @@
 
 #include <cblas.h>
 #include <unistd.h>
-
-#include <string>
 #ifndef GRADLAB_HAVE_OPENMP
 #define GRADLAB_HAVE_OPENMP 0
 #endif
@@ -21,6 +19,7 @@
 #include <cstdlib>
 #include <exception>
 #include <mutex>
+#include <string>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -94,9 +93,12 @@ void serial(int64_t nchunks, detail::ChunkFn fn) {
 #if GRADLAB_HAVE_OPENMP
 
 // One OpenMP region per parallel_for: the team libgomp keeps (oneDNN's too, so the two never
-// compete for cores). Its workers spin a little (GOMP_SPINCOUNT) before they sleep, so back-to-back
-// ops wake them without a futex call. Chunks go to whichever thread asks first (an atomic
-// counter), so a late worker on a loaded machine costs one chunk, not a wait.
+// compete for cores). Its idle workers spin (GOMP_SPINCOUNT, 300000 pauses by default) before they
+// sleep, so back-to-back ops start them without a futex call. Chunks go to whichever thread asks
+// first (an atomic counter), so the caller runs a late worker's chunk itself. TRAP: the region
+// still ends in OpenMP's barrier, which waits for every worker to arrive; on a machine with more
+// runnable threads than cores a spinning worker that lost its core makes that wait milliseconds
+// (README, Threads: OMP_WAIT_POLICY=passive, or GRADLAB_THREAD_RUNTIME=pool).
 std::atomic_flag g_busy = ATOMIC_FLAG_INIT;
 
 void run_openmp(int64_t nchunks, int threads, detail::ChunkFn fn) {
