@@ -7,10 +7,11 @@
 //   sum/n:16M/threads:<t>            sum(x), float32 (fixed blocks, double partial sums)
 //   <op>/n:1M/threads:<t>            exp, sigmoid, tanh, gelu
 //   softmax/16384x1024/threads:<t>   softmax(x, -1), composed (amax, exp, sum, div)
-//   region/tiny/pool                 one parallel_for over 2 one-item chunks at 2 threads: the
-//                                    overhead of a parallel region of gradlab's pool
-//   region/tiny/openmp               the same with `#pragma omp parallel for` (when CMake found
-//                                    OpenMP; only this bench uses it)
+//   region/tiny/parallel_for:<rt>    one parallel_for over 2 one-item chunks at 2 threads: the
+//                                    overhead of a region on gradlab's pool, and on OpenMP when
+//                                    the library has it (detail::set_runtime;
+//                                    GRADLAB_THREAD_RUNTIME)
+//   region/tiny/openmp               a bare `#pragma omp parallel for` (when CMake found OpenMP)
 //
 // Run:  build/release/bench/bench_threads --benchmark_repetitions=5 --benchmark_format=json
 //           > threads.json && python3 tools/bench_ratios.py threads.json
@@ -54,15 +55,20 @@ void run_op(benchmark::State& state, std::string group, gl::Shape shape, Op op, 
   }
   gl::set_num_threads(saved);
   const double per_iter = seconds / static_cast<double>(state.iterations());
-  if (threads == 1) one_thread_time()[group] = per_iter;
-  else if (one_thread_time().count(group)) state.counters["speedup"] = one_thread_time()[group] / per_iter;
+  if (threads == 1)
+    one_thread_time()[group] = per_iter;
+  else if (one_thread_time().count(group))
+    state.counters["speedup"] = one_thread_time()[group] / per_iter;
 }
 
-void region_pool(benchmark::State& state) {
+void region_runtime(benchmark::State& state, std::string runtime) {
   const int saved = gl::get_num_threads();
+  const std::string saved_rt = gl::cpu::detail::runtime_name();
   gl::set_num_threads(2);
+  gl::cpu::detail::set_runtime(runtime);
   std::atomic<int64_t> work{0};
   for (auto _ : state) gl::cpu::parallel_for(0, 2, 1, [&](int64_t b, int64_t e) { work += e - b; });
+  gl::cpu::detail::set_runtime(saved_rt);
   gl::set_num_threads(saved);
   benchmark::DoNotOptimize(work.load());
 }
@@ -96,11 +102,15 @@ const int kRegistered = [] {
   };
   for (const Row& r : rows)
     for (int t : {1, 2})
-      benchmark::RegisterBenchmark((r.group + "/threads:" + std::to_string(t)).c_str(), run_op, r.group,
-                                   r.shape, r.op, t)
+      benchmark::RegisterBenchmark((r.group + "/threads:" + std::to_string(t)).c_str(), run_op,
+                                   r.group, r.shape, r.op, t)
           ->UseRealTime()
           ->Unit(benchmark::kMicrosecond);
-  benchmark::RegisterBenchmark("region/tiny/pool", region_pool)->UseRealTime();
+  benchmark::RegisterBenchmark("region/tiny/parallel_for:pool", region_runtime, "pool")
+      ->UseRealTime();
+  if (std::string(gl::cpu::detail::runtime_name()) == "openmp")
+    benchmark::RegisterBenchmark("region/tiny/parallel_for:openmp", region_runtime, "openmp")
+        ->UseRealTime();
 #if defined(_OPENMP)
   benchmark::RegisterBenchmark("region/tiny/openmp", region_openmp)->UseRealTime();
 #endif

@@ -5,15 +5,15 @@
 //
 // At start the count comes from GRADLAB_NUM_THREADS, else OMP_NUM_THREADS (its first entry when
 // it is a list such as "4,2"), else the number of cores this process may run on
-// (sched_getaffinity: taskset and container limits count). A value that is not a positive
-// integer prints one warning line to stderr and the default is used.
+// (sched_getaffinity: taskset and container limits count), passed on to OpenBLAS and OpenMP. A
+// value that is not a positive integer prints one warning line to stderr; the default is used.
 
 #include <string>
 
 namespace gradlab {
 
-/// Sets the number of intra-op threads (n >= 1; else ValueError). Also sets OpenBLAS's thread
-/// count, as LibTorch's at::set_num_threads sets MKL's.
+/// Sets the number of intra-op threads (n >= 1; else ValueError), OpenBLAS's count and OpenMP's
+/// (oneDNN's), as LibTorch's at::set_num_threads sets OpenMP's and MKL's.
 void set_num_threads(int n);
 /// The number of intra-op threads in use (at least 1).
 int get_num_threads();

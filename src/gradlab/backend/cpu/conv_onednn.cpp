@@ -21,6 +21,7 @@
 #include <unordered_map>
 
 #include "gradlab/backend/cpu/loops.hpp"
+#include "gradlab/backend/cpu/parallel.hpp"
 
 namespace gradlab::cpu::onednn {
 
@@ -49,6 +50,9 @@ struct Entry {
 
 using Key = std::array<int64_t, 19>;
 
+// The last entry is the OpenMP thread count: a oneDNN primitive keeps the count it was created
+// with, so after set_num_threads (or in a forked child, where only 1 thread exists) another one
+// is built.
 Key key_of(Dir dir, const Conv2dGeom& g, bool bias) {
   const Window2d& w = g.win;
   return {static_cast<int64_t>(dir),
@@ -69,7 +73,7 @@ Key key_of(Dir dir, const Conv2dGeom& g, bool bias) {
           w.pw,
           w.dh,
           w.dw,
-          0};
+          cpu::detail::runtime_threads()};
 }
 
 std::shared_ptr<Entry> build(Dir dir, const Conv2dGeom& g, bool bias) {
@@ -126,6 +130,7 @@ std::shared_ptr<Entry> build(Dir dir, const Conv2dGeom& g, bool bias) {
 std::shared_ptr<Entry> cached(Dir dir, const Conv2dGeom& g, bool bias) {
   static std::mutex mu;
   static std::map<Key, std::shared_ptr<Entry>> cache;
+  cpu::detail::sync_runtime_threads();  // build and run with set_num_threads' count (1 in a fork)
   const Key k = key_of(dir, g, bias);
   std::lock_guard<std::mutex> lock(mu);
   auto it = cache.find(k);

@@ -1,9 +1,17 @@
-// The intra-op thread pool behind parallel_for (parallel.hpp) and set_num_threads.
+// The threads behind parallel_for (parallel.hpp) and set_num_threads: OpenMP's team when the
+// library is built with OpenMP (GRADLAB_HAVE_OPENMP) and GRADLAB_THREAD_RUNTIME is not "pool",
+// else a small pool of std::threads.
 
 #include "gradlab/backend/cpu/parallel.hpp"
 
 #include <cblas.h>
 #include <unistd.h>
+#ifndef GRADLAB_HAVE_OPENMP
+#define GRADLAB_HAVE_OPENMP 0
+#endif
+#if GRADLAB_HAVE_OPENMP
+#include <omp.h>
+#endif
 
 #include <atomic>
 #include <condition_variable>
@@ -11,6 +19,7 @@
 #include <cstdlib>
 #include <exception>
 #include <mutex>
+#include <string>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -21,6 +30,21 @@ namespace gradlab {
 
 namespace {
 
+// The process that loaded the library: a forked child (another pid) runs every chunk serially.
+const pid_t g_owner = ::getpid();
+bool forked_child() { return ::getpid() != g_owner; }
+
+// The other runtimes that start threads: OpenBLAS (its own pthreads) and OpenMP's team (oneDNN's
+// and, with GRADLAB_HAVE_OPENMP, parallel_for's). NOTE: OpenMP's count (nthreads-var) belongs to
+// each thread: omp_set_num_threads here sets the calling thread's only; sync_runtime_threads()
+// sets it again on any thread that is about to call oneDNN.
+void set_runtime_threads(int n) {
+  openblas_set_num_threads(n);
+#if GRADLAB_HAVE_OPENMP
+  omp_set_num_threads(n);
+#endif
+}
+
 std::atomic<int>& thread_count() {
   static std::atomic<int> n{[] {
     std::string warning;
@@ -28,6 +52,9 @@ std::atomic<int>& thread_count() {
                                                std::getenv("OMP_NUM_THREADS"),
                                                detail::available_cores(), warning);
     if (!warning.empty()) std::fprintf(stderr, "%s\n", warning.c_str());
+    // GRADLAB_NUM_THREADS governs OpenBLAS and OpenMP from the start too (they read only
+    // OPENBLAS_NUM_THREADS / OMP_NUM_THREADS themselves).
+    set_runtime_threads(v);
     return v;
   }()};
   return n;
@@ -39,7 +66,7 @@ void set_num_threads(int n) {
   GRADLAB_CHECK(n >= 1, ValueError, "set_num_threads", "the thread count must be positive",
                 "n >= 1", std::to_string(n));
   thread_count().store(n);
-  openblas_set_num_threads(n);
+  set_runtime_threads(n);
 }
 
 int get_num_threads() { return thread_count().load(std::memory_order_relaxed); }
@@ -50,13 +77,73 @@ namespace {
 
 thread_local bool tl_in_region = false;
 
+// Runs fn(0 .. nchunks-1) here, in order, as a region (nested calls inside stay serial).
+void serial(int64_t nchunks, detail::ChunkFn fn) {
+  const bool was = tl_in_region;
+  tl_in_region = true;
+  try {
+    for (int64_t k = 0; k < nchunks; ++k) fn.call(fn.obj, k);
+  } catch (...) {
+    tl_in_region = was;
+    throw;
+  }
+  tl_in_region = was;
+}
+
+#if GRADLAB_HAVE_OPENMP
+
+// One OpenMP region per parallel_for: the team libgomp keeps (oneDNN's too, so the two never
+// compete for cores). Its idle workers spin (GOMP_SPINCOUNT, 300000 pauses by default) before they
+// sleep, so back-to-back ops start them without a futex call. Chunks go to whichever thread asks
+// first (an atomic counter), so the caller runs a late worker's chunk itself. TRAP: the region
+// still ends in OpenMP's barrier, which waits for every worker to arrive; on a machine with more
+// runnable threads than cores a spinning worker that lost its core makes that wait milliseconds
+// (README, Threads: OMP_WAIT_POLICY=passive, or GRADLAB_THREAD_RUNTIME=pool).
+std::atomic_flag g_busy = ATOMIC_FLAG_INIT;
+
+void run_openmp(int64_t nchunks, int threads, detail::ChunkFn fn) {
+  // Busy (another thread's parallel_for: a second team would oversubscribe) or forked child
+  // (libgomp's team did not survive the fork): run here, serially.
+  if (forked_child() || g_busy.test_and_set(std::memory_order_acquire)) {
+    serial(nchunks, fn);
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  std::atomic<bool> failed{false};
+  std::exception_ptr error;
+  std::mutex error_mu;
+  const int team = static_cast<int>(std::min<int64_t>(threads, nchunks));
+#pragma omp parallel num_threads(team)
+  {
+    tl_in_region = true;
+    for (int64_t k; (k = next.fetch_add(1, std::memory_order_relaxed)) < nchunks;) {
+      if (failed.load(std::memory_order_relaxed)) continue;  // an earlier chunk threw
+      try {
+        fn.call(fn.obj, k);
+      } catch (...) {  // an exception must not leave an OpenMP region: keep the first
+        std::lock_guard<std::mutex> lk(error_mu);
+        if (!error) error = std::current_exception();
+        failed.store(true);
+      }
+    }
+    tl_in_region = false;
+  }
+  g_busy.clear(std::memory_order_release);
+  if (error) std::rethrow_exception(error);
+}
+
+#endif  // GRADLAB_HAVE_OPENMP
+
+// The pool (GRADLAB_THREAD_RUNTIME=pool, or no OpenMP). It sleeps at once when idle: robust on a
+// machine with more runnable threads than cores, but each region pays a condition-variable wake.
+
 // Workers sleep on `wake_` until a new generation; the first `want_` of them take chunks from
 // `next_` with the caller, and the caller waits on `done_` until all `want_` have finished.
 class Pool {
  public:
   void run(int64_t nchunks, int threads, detail::ChunkFn fn) {
     // Busy (another thread's parallel_for) or forked child: run here, serially.
-    if (owner_ != ::getpid() || busy_.test_and_set(std::memory_order_acquire)) {
+    if (forked_child() || busy_.test_and_set(std::memory_order_acquire)) {
       serial(nchunks, fn);
       return;
     }
@@ -97,18 +184,6 @@ class Pool {
   }
 
  private:
-  static void serial(int64_t nchunks, detail::ChunkFn fn) {
-    const bool was = tl_in_region;
-    tl_in_region = true;
-    try {
-      for (int64_t k = 0; k < nchunks; ++k) fn.call(fn.obj, k);
-    } catch (...) {
-      tl_in_region = was;
-      throw;
-    }
-    tl_in_region = was;
-  }
-
   void work() {
     for (int64_t k; (k = next_.fetch_add(1)) < nchunks_;) {
       if (failed_.load(std::memory_order_relaxed)) continue;  // an earlier chunk threw
@@ -137,7 +212,6 @@ class Pool {
     }
   }
 
-  const pid_t owner_ = ::getpid();
   std::atomic_flag busy_ = ATOMIC_FLAG_INIT;
   std::mutex m_;
   std::condition_variable wake_, done_;
@@ -157,12 +231,57 @@ Pool& pool() {
   return *p;
 }
 
+// Which runtime runs the chunks: OpenMP unless GRADLAB_THREAD_RUNTIME=pool (or no OpenMP).
+std::atomic<bool>& use_openmp() {
+  static std::atomic<bool> on{[] {
+    const char* v = std::getenv("GRADLAB_THREAD_RUNTIME");
+    const std::string s = v ? v : "";
+    if (!s.empty() && s != "openmp" && s != "pool")
+      std::fprintf(stderr,
+                   "gradlab: ignoring GRADLAB_THREAD_RUNTIME='%s'; expected openmp or pool\n", v);
+    return GRADLAB_HAVE_OPENMP && s != "pool";
+  }()};
+  return on;
+}
+
+void run_team(int64_t nchunks, int threads, detail::ChunkFn fn) {
+#if GRADLAB_HAVE_OPENMP
+  if (use_openmp().load(std::memory_order_relaxed)) return run_openmp(nchunks, threads, fn);
+#endif
+  pool().run(nchunks, threads, fn);
+}
+
 }  // namespace
 
 bool in_parallel_region() { return tl_in_region; }
 
 namespace detail {
-void run_chunks(int64_t nchunks, int threads, ChunkFn fn) { pool().run(nchunks, threads, fn); }
+void run_chunks(int64_t nchunks, int threads, ChunkFn fn) { run_team(nchunks, threads, fn); }
+
+void sync_runtime_threads() {
+#if GRADLAB_HAVE_OPENMP
+  const int want = forked_child() ? 1 : get_num_threads();
+  if (omp_get_max_threads() != want) omp_set_num_threads(want);
+#endif
+}
+
+int runtime_threads() {
+#if GRADLAB_HAVE_OPENMP
+  return omp_get_max_threads();
+#else
+  return get_num_threads();
+#endif
+}
+
+const char* runtime_name() { return use_openmp().load() ? "openmp" : "pool"; }
+
+bool set_runtime(const std::string& name) {
+  GRADLAB_CHECK(name == "pool" || (name == "openmp" && GRADLAB_HAVE_OPENMP), ValueError,
+                "set_runtime", "unknown or unavailable thread runtime",
+                GRADLAB_HAVE_OPENMP ? "\"openmp\" or \"pool\"" : "\"pool\" (built without OpenMP)",
+                name);
+  return use_openmp().exchange(name == "openmp");
+}
 }  // namespace detail
 
 }  // namespace cpu

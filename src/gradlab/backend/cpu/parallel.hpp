@@ -1,14 +1,23 @@
 #pragma once
-// parallel_for: the one way a CPU kernel uses more than one thread. A small pool of its own
-// (std::thread), not OpenMP: the caller runs chunks too, nested calls and calls from a second
-// thread while the pool is busy run serially (no oversubscription, no deadlock), an exception
-// thrown in a chunk reaches the caller, and a forked child (an MPI relaunch) runs serially
-// instead of waiting on threads it does not have. bench/bench_threads.cpp measures its overhead.
+// parallel_for: the one way a CPU kernel uses more than one thread. With OpenMP (CMake found it:
+// GRADLAB_HAVE_OPENMP, GCC's libgomp) each call is one OpenMP region, as in ATen, so it shares
+// one team of threads with oneDNN (Debian's libdnnl runs on libgomp) instead of competing with
+// it for the cores. Without OpenMP, or with GRADLAB_THREAD_RUNTIME=pool, a small pool of
+// std::threads that sleeps at once when idle (libgomp's workers spin first: fast back-to-back
+// regions on an idle machine, a collapse on an oversubscribed one). Either way: the caller runs
+// chunks too, nested calls and calls from a second thread while a region is running run
+// serially (no oversubscription, no deadlock), an exception thrown in a chunk reaches the
+// caller, and a forked child (an MPI relaunch) runs serially instead of waiting on threads it
+// does not have. bench/bench_threads.cpp measures the overhead.
+//
+// set_num_threads(n) sets gradlab's count, OpenBLAS's (openblas_set_num_threads) and OpenMP's
+// (omp_set_num_threads, which oneDNN reads). OpenMP's count belongs to each thread, so code that
+// calls oneDNN calls detail::sync_runtime_threads() first (conv_onednn.cpp).
 //
 // BLAS: kernels never call BLAS inside parallel_for. A BLAS call uses OpenBLAS's own threads
-// (OPENBLAS_NUM_THREADS, or set_num_threads); gradlab's pool sleeps meanwhile, so the two never
-// run at once. NOTE: a chunk that called BLAS would share OpenBLAS's one server with the other
-// chunks (OpenBLAS serializes such calls), so keep BLAS outside.
+// (Debian's libopenblas0-pthread); the OpenMP team spins down and sleeps meanwhile. NOTE: a chunk
+// that called BLAS would share OpenBLAS's one server with the other chunks (OpenBLAS serializes
+// such calls), so keep BLAS outside.
 //
 // Bits: parallel_for only decides who runs which chunk. A kernel whose result could depend on
 // where the chunks split (a sum) must fix its blocks itself (reduce.cpp); elementwise kernels
@@ -16,6 +25,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 
 #include "gradlab/core/parallel.hpp"
 
@@ -38,6 +48,17 @@ struct ChunkFn {
 /// Runs fn(0 .. nchunks-1) on up to `threads` threads (the caller one of them); rethrows the
 /// first exception a chunk threw.
 void run_chunks(int64_t nchunks, int threads, ChunkFn fn);
+/// Sets the calling thread's OpenMP count to get_num_threads() (1 in a forked child) when it
+/// differs: call before oneDNN, which sizes its regions by omp_get_max_threads().
+void sync_runtime_threads();
+/// The calling thread's OpenMP count (omp_get_max_threads()); get_num_threads() without OpenMP.
+int runtime_threads();
+/// "openmp" or "pool": what runs parallel_for's chunks now (GRADLAB_THREAD_RUNTIME at start).
+const char* runtime_name();
+/// Runs later regions on "openmp" or "pool" (ValueError for another name, or "openmp" in a build
+/// without it); returns whether OpenMP was in use. For checks and benches: call it while no
+/// parallel_for runs.
+bool set_runtime(const std::string& name);
 }  // namespace detail
 
 /// f(chunk_begin, chunk_end) over [begin, end) split into at most get_num_threads() chunks of at
