@@ -261,6 +261,9 @@ TEST(ParallelFor, AForkedChildRunsSerially) {
     manual_seed(5);
     const Tensor x = randn({4, 8, 16, 16}), w = randn({8, 8, 3, 3});
     const Tensor y = conv2d(x, w);
+    // A bfloat16 matmul: oneDNN's native bf16 path where the CPU has AVX-512 BF16 (bf16_native.cpp
+    // keeps its own primitives), else float32 OpenBLAS.
+    const Tensor h = randn({64, 64}).to(kBFloat16), hh = matmul(h, h);
     std::fflush(nullptr);
     const pid_t child = ::fork();
     ASSERT_GE(child, 0);
@@ -274,7 +277,7 @@ TEST(ParallelFor, AForkedChildRunsSerially) {
       cpu::detail::sync_runtime_threads();
       const bool ok = chunks == 2 && elsewhere == 0 && cpu::detail::runtime_threads() == 1 &&
                       sum(ones({300000})).item<float>() == 300000.0f &&
-                      conv2d(x, w).sizes() == y.sizes();
+                      conv2d(x, w).sizes() == y.sizes() && matmul(h, h).sizes() == hh.sizes();
       ::_exit(ok ? 0 : 1);
     }
     int status = 0;

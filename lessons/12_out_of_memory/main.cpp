@@ -130,7 +130,7 @@ int main(int argc, char** argv) {
                     {"bf16_model", "the model itself is cast to bfloat16 (model->to(kBFloat16)) instead of autocast",
                      "the weights, their gradients and Adam's state are float32 after the autocast step"},
                     {"autocast_cuda", "autocast is asked for CUDA while the model runs on the CPU: nothing is cast",
-                     "the step's peak does not halve, it grows"},
+                     "the step's peak shrinks but does not halve"},
                     {"step_without_scaler", "section 8's mixed-precision run calls opt.step() instead of scaler.step(opt)",
                      "autocast + GradScaler follows the float32 loss"}});
   return L.run([&] {
@@ -352,9 +352,12 @@ int main(int argc, char** argv) {
               "\"halves memory\" holds for activations only");
       const double step_ratio = static_cast<double>(pb.total) / static_cast<double>(pf.total);
       std::cout << "autocast step / float32 step peak: x" << fmt(step_ratio, 2) << "\n";
-      L.check(step_ratio > 1.05 && step_ratio < 1.6,
-              "the step's peak does not halve, it grows (x1.05 .. x1.6): gradlab's CPU kernels compute bfloat16 "
-              "through float32 working copies, which are alive while an op runs");
+      // Measured: x0.67 where oneDNN runs bfloat16 natively (AVX-512 BF16), x0.91 on the float32
+      // fallback (GRADLAB_BF16_NATIVE=0, GRADLAB_CPU_CAPABILITY=avx2|default); x1.00 when nothing is cast.
+      L.check(step_ratio > 0.55 && step_ratio < 0.95,
+              "the step's peak shrinks but does not halve (x0.55 .. x0.95): the weights, gradients and Adam's "
+              "state stay float32, and without bfloat16 instructions the CPU kernels compute through float32 "
+              "working copies");
     }
 
     // -------------------------------------------------------------------------------------------

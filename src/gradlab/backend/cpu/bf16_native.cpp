@@ -23,8 +23,10 @@
 #include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <utility>
 
 #include "gradlab/backend/cpu/loops.hpp"
+#include "gradlab/backend/cpu/parallel.hpp"
 
 namespace gradlab::cpu::bf16 {
 
@@ -57,12 +59,17 @@ struct Entry {
   std::mutex mu;  // two threads running the same shape take turns on the buffers
 };
 
+// Keyed by the shape and the OpenMP thread count too: a oneDNN primitive keeps the count it was
+// built with, so after set_num_threads (or in a forked child, 1 thread) another one is built
+// (as conv_onednn.cpp does).
 template <class Key>
 std::shared_ptr<Entry> cached(const Key& k, std::shared_ptr<Entry> (*build)(const Key&)) {
   static std::mutex mu;
-  static std::map<Key, std::shared_ptr<Entry>> cache;
+  static std::map<std::pair<Key, int>, std::shared_ptr<Entry>> cache;
+  cpu::detail::sync_runtime_threads();  // build and run with set_num_threads' count (1 in a fork)
+  const std::pair<Key, int> key{k, cpu::detail::runtime_threads()};
   std::lock_guard<std::mutex> lock(mu);
-  auto it = cache.find(k);
+  auto it = cache.find(key);
   if (it != cache.end()) return it->second;
   std::shared_ptr<Entry> e;
   try {
@@ -70,7 +77,7 @@ std::shared_ptr<Entry> cached(const Key& k, std::shared_ptr<Entry> (*build)(cons
   } catch (const dnnl::error&) {
     // no bf16 implementation for this shape / layout: null, cached too; the fallback runs it
   }
-  return cache.emplace(k, e).first->second;
+  return cache.emplace(key, e).first->second;
 }
 
 void* data(const Tensor& t) { return const_cast<uint16_t*>(ptr<const uint16_t>(t)); }
