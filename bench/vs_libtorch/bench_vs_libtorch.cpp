@@ -5,6 +5,8 @@
 //
 // Rows (float32), each at threads:1 and threads:2 (wall time: UseRealTime):
 //   memcpy_16M            std::memcpy of 16M floats: the machine's bandwidth, in the same run
+//   memcpy_16M_split      the same copy split over the row's thread count (std::threads): how the
+//                         bandwidth grows with a second thread
 //   gelu_1M exp_1M sigmoid_1M tanh_1M add_1M   y = f(x) (a + b) on 1M elements
 //   gelu_backward_1M      dx = autograd::grad(gelu(x), x, dy): the forward, then its backward
 //                         (erf and exp); not a row of tools/vs_libtorch.py's table
@@ -31,6 +33,7 @@
 #include <sys/resource.h>
 
 #include <cstring>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -98,6 +101,30 @@ void memcpy_16M(benchmark::State& state) {
   std::vector<float> src(std::size_t{16} << 20, 1.0f), dst(src.size(), 0.0f);
   for (auto _ : state) {
     std::memcpy(dst.data(), src.data(), src.size() * sizeof(float));
+    benchmark::DoNotOptimize(dst.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() *
+                          static_cast<int64_t>(2 * src.size() * sizeof(float)));
+}
+
+// The same copy split over the row's thread count (std::threads started for each copy: tens of
+// µs on a copy of milliseconds): how much the machine's memory bandwidth grows with a second
+// thread, the ceiling of any memory-bound op's 2-thread speed-up. Not a library call.
+void memcpy_16M_split(benchmark::State& state) {
+  use_threads(state);
+  const std::size_t parts = static_cast<std::size_t>(state.range(0));
+  std::vector<float> src(std::size_t{16} << 20, 1.0f), dst(src.size(), 0.0f);
+  const std::size_t per = src.size() / parts;
+  auto copy_part = [&](std::size_t k) {
+    const std::size_t b = k * per, e = k + 1 == parts ? src.size() : b + per;
+    std::memcpy(dst.data() + b, src.data() + b, (e - b) * sizeof(float));
+  };
+  for (auto _ : state) {
+    std::vector<std::thread> others;
+    for (std::size_t k = 1; k < parts; ++k) others.emplace_back(copy_part, k);
+    copy_part(0);
+    for (std::thread& t : others) t.join();
     benchmark::DoNotOptimize(dst.data());
     benchmark::ClobberMemory();
   }
@@ -229,6 +256,7 @@ void relu_chain_compiled_16M(benchmark::State& state) {
 #define ROW(fn, unit) \
   BENCHMARK(fn)->ArgName("threads")->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::unit)
 ROW(memcpy_16M, kMillisecond);
+ROW(memcpy_16M_split, kMillisecond);
 ROW(gelu_1M, kMicrosecond);
 ROW(gelu_backward_1M, kMicrosecond);
 ROW(exp_1M, kMicrosecond);
