@@ -10,6 +10,8 @@
 //   gelu_1M exp_1M sigmoid_1M tanh_1M add_1M   y = f(x) (a + b) on 1M elements
 //   gelu_backward_1M      dx = autograd::grad(gelu(x), x, dy): the forward, then its backward
 //                         (erf and exp); not a row of tools/vs_libtorch.py's table
+//   gelu_16M exp_16M      y = f(x) on 16M elements: elementwise ops bound by arithmetic, not by
+//                         memory, for the 2-threads-vs-1 rows (relu_chain_16M is bound by memory)
 //   sum_16M               x.sum() over 16M elements
 //   sum_dim1_4096x4096    x.sum(1): 4096 contiguous rows of 4096 (issue 28's reductions)
 //   sum_dim0_4096x4096    x.sum(0): down the columns (strided outer dim)
@@ -165,6 +167,12 @@ void sigmoid_1M(benchmark::State& s) {
 void tanh_1M(benchmark::State& s) {
   unary(s, 1 << 20, [](const torch::Tensor& x) { return torch::tanh(x); });
 }
+void gelu_16M(benchmark::State& s) {
+  unary(s, 16 << 20, [](const torch::Tensor& x) { return torch::gelu(x); });
+}
+void exp_16M(benchmark::State& s) {
+  unary(s, 16 << 20, [](const torch::Tensor& x) { return torch::exp(x); });
+}
 void sum_16M(benchmark::State& s) {
   unary(s, 16 << 20, [](const torch::Tensor& x) { return x.sum(); });
 }
@@ -263,6 +271,8 @@ ROW(exp_1M, kMicrosecond);
 ROW(sigmoid_1M, kMicrosecond);
 ROW(tanh_1M, kMicrosecond);
 ROW(add_1M, kMicrosecond);
+ROW(gelu_16M, kMillisecond);
+ROW(exp_16M, kMillisecond);
 ROW(sum_16M, kMillisecond);
 ROW(sum_dim1_4096x4096, kMillisecond);
 ROW(sum_dim0_4096x4096, kMillisecond);
