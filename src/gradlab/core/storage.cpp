@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <list>
 #include <map>
 #include <mutex>
@@ -9,6 +10,10 @@
 #include <string>
 
 #include "gradlab/core/dispatch.hpp"
+
+#if defined(__GLIBC__)
+#include <malloc.h>  // malloc_trim
+#endif
 
 namespace gradlab {
 
@@ -44,8 +49,31 @@ struct Pool {
   std::size_t cached = 0, allocated = 0, peak = 0, high_water = 0, limit = 0;
   memory::Stats st;  // the counters summary() prints (allocated / cached / peak live above)
 };
+// glibc's malloc adapts two thresholds to the program (mallopt(3), "dynamic mmap threshold"):
+// when a block it had mapped is freed, the mmap threshold rises to that block's size (at most
+// 32 MiB) and the heap-trim threshold to twice that. gradlab keeps its big blocks, so in a
+// gradlab program that never happens: the trim threshold stays at 128 KiB, the heap's top is
+// given back to the system each time a step's small buffers (< kMinCached) are freed, and mapped
+// afresh (one fault per 4 KiB page, zeroed by the kernel) when the next step takes them again.
+// A LibTorch program raises both thresholds by freeing its first large tensors. prime_malloc()
+// does the same once, with one kPrimeBytes block: then up to 2 x kPrimeBytes of free heap top
+// stay mapped between steps, and blocks under kPrimeBytes come from the heap (the cached ones
+// stay cached; empty_cache() hands the heap's free pages back with malloc_trim). A program that
+// set the thresholds itself (mallopt, MALLOC_TRIM_THRESHOLD_=...) turned the adaptation off, and
+// this free changes nothing there.
+constexpr std::size_t kPrimeBytes = std::size_t{4} << 20;
+void prime_malloc() {
+#if defined(__GLIBC__)
+  void* volatile block = std::malloc(kPrimeBytes);  // volatile: the pair must not be elided
+  std::free(block);
+#endif
+}
+
 Pool& pool() {
-  static Pool* p = new Pool;  // never destroyed: storages may be freed during static destruction
+  static Pool* p = [] {
+    prime_malloc();
+    return new Pool;  // never destroyed: storages may be freed during static destruction
+  }();
   return *p;
 }
 
@@ -197,6 +225,9 @@ void empty_cache() {
     drain_cache(pool(), blocks);
   }
   release(blocks);
+#if defined(__GLIBC__)
+  malloc_trim(0);  // blocks under prime_malloc's threshold went back to the heap, not the system
+#endif
 }
 
 void set_limit(std::size_t bytes) {
