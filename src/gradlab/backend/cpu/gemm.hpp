@@ -13,11 +13,14 @@
 //   rows of M         M >= N: block [m0, m1) reads op(A)'s rows m0.. and all of op(B)
 //   columns of N      N > M:  block [n0, n1) reads all of op(A) and op(B)'s columns n0..
 //   batch (gemm_batched)  batch >= get_num_threads(): one whole product per chunk
-// Block edges are multiples of kGemmAlign (the register tile of OpenBLAS's sgemm/dgemm kernels,
-// 16 floats on AVX-512), so only the last block has a ragged edge. Each element of C is one dot
-// product over K computed by one OpenBLAS call, so the split changes at most the kernel's edge
-// handling: results agree with the unsplit call within GEMM's own rounding bound (checks/core/
-// gemm_split_test.cpp), and do not depend on which thread ran which block.
+// Block edges are multiples of kGemmAlign (16: a multiple of the register tiles of OpenBLAS's x86
+// sgemm/dgemm kernels), so only the last block has a ragged edge. Each element of C is one dot
+// product over K computed by one OpenBLAS call, so split and unsplit results both lie within
+// GEMM's rounding bound (checks/core/gemm_split_test.cpp) and do not depend on which thread ran
+// which block; they are not always the same bits: OpenBLAS's Haswell kernels round some elements
+// of a block differently from the whole call (its Prescott and SkylakeX kernels did not, in a
+// one-off check), so a product's last bits may depend on the thread count (README,
+// Reproducibility).
 //
 // Safety: OpenBLAS called at 1 thread from several threads at once is safe in Debian's pthread
 // build (USE_THREAD=1 implies locking around memory.c's buffer table; at 1 thread a call runs on
