@@ -2,8 +2,10 @@
 // so a single run gives the ratios (tools/bench_ratios.py prints them from
 // --benchmark_format=json):
 //
-//   matmul/n:<n>/cblas_sgemm         C = A B through a direct cblas_sgemm call     counter GFLOP
-//   matmul/n:<n>/gradlab             gradlab::matmul (allocates C, as torch.matmul) counter GFLOP
+//   matmul/n:<n>/threads:<t>/cblas_sgemm  C = A B through a direct cblas_sgemm call on OpenBLAS's
+//                                    own t threads (openblas_set_num_threads(t))  counter GFLOP
+//   matmul/n:<n>/threads:<t>/gradlab gradlab::matmul at set_num_threads(t) (allocates C, as
+//                                    torch.matmul; split over gradlab's threads)  counter GFLOP
 //   relu(x*2+1)/n:<n>/memcpy         a plain copy of the same bytes                 counter GB
 //   relu(x*2+1)/n:<n>/fused_loop     one hand-written pass y = max(2x + 1, 0)       counter GB
 //   relu(x*2+1)/n:<n>/gradlab        gradlab::relu(x * 2 + 1): three ops, 3 passes  counter GB
@@ -16,9 +18,10 @@
 //
 // GFLOP and GB are rates (printed as GFLOP=103/s). Every GB figure counts the same bytes (4n read +
 // 4n written), so elementwise ratios are ratios of time. per_op is the wall time of one op.
-// Times are wall clock (UseRealTime): OpenBLAS may use several threads.
+// Times are wall clock (UseRealTime): the matmul rows use t threads. The other rows run at the
+// process's count (GRADLAB_NUM_THREADS).
 //
-// Run:  OPENBLAS_NUM_THREADS=1 build/release/bench/bench_core --benchmark_min_time=0.2
+// Run:  GRADLAB_NUM_THREADS=1 build/release/bench/bench_core --benchmark_min_time=0.2
 
 #include <benchmark/benchmark.h>
 #include <cblas.h>
@@ -49,7 +52,18 @@ void set_flops(benchmark::State& state, int64_t n) {
                                                benchmark::Counter::kIsIterationInvariantRate);
 }
 
-void matmul_cblas(benchmark::State& state, int64_t n) {
+// The row's thread count t for one row; the process's count (and OpenBLAS at 1) afterwards.
+struct RowThreads {
+  int saved = gl::get_num_threads();
+  RowThreads(int t, bool openblas) {
+    gl::set_num_threads(t);
+    if (openblas) openblas_set_num_threads(t);  // the baseline: OpenBLAS's own threads
+  }
+  ~RowThreads() { gl::set_num_threads(saved); }
+};
+
+void matmul_cblas(benchmark::State& state, int64_t n, int t) {
+  const RowThreads threads(t, true);
   const std::vector<float> a = random_floats(n * n, 1), b = random_floats(n * n, 2);
   std::vector<float> c(n * n);
   for (auto _ : state) {
@@ -61,7 +75,8 @@ void matmul_cblas(benchmark::State& state, int64_t n) {
   set_flops(state, n);
 }
 
-void matmul_gradlab(benchmark::State& state, int64_t n) {
+void matmul_gradlab(benchmark::State& state, int64_t n, int t) {
+  const RowThreads threads(t, false);
   gl::manual_seed(0);
   const gl::Tensor a = gl::randn({n, n}), b = gl::randn({n, n});
   for (auto _ : state) {
@@ -200,15 +215,16 @@ std::string ew_label(int64_t n) { return std::to_string(n >> 20) + "M"; }
 
 // Baseline and gradlab registered next to each other, so they print next to each other.
 const bool kRegistered = [] {
-  for (int64_t n : {256, 512, 1024, 2048}) {
-    const std::string g = "matmul/n:" + std::to_string(n) + "/";
-    benchmark::RegisterBenchmark((g + "cblas_sgemm").c_str(), matmul_cblas, n)
-        ->UseRealTime()
-        ->Unit(benchmark::kMillisecond);
-    benchmark::RegisterBenchmark((g + "gradlab").c_str(), matmul_gradlab, n)
-        ->UseRealTime()
-        ->Unit(benchmark::kMillisecond);
-  }
+  for (int64_t n : {256, 512, 1024, 2048})
+    for (int t : {1, 2}) {
+      const std::string g = "matmul/n:" + std::to_string(n) + "/threads:" + std::to_string(t) + "/";
+      benchmark::RegisterBenchmark((g + "cblas_sgemm").c_str(), matmul_cblas, n, t)
+          ->UseRealTime()
+          ->Unit(benchmark::kMillisecond);
+      benchmark::RegisterBenchmark((g + "gradlab").c_str(), matmul_gradlab, n, t)
+          ->UseRealTime()
+          ->Unit(benchmark::kMillisecond);
+    }
   for (int64_t n : {int64_t{1} << 20, int64_t{16} << 20}) {
     const std::string g = "relu(x*2+1)/n:" + ew_label(n) + "/";
     benchmark::RegisterBenchmark((g + "memcpy").c_str(), ew_memcpy, n)

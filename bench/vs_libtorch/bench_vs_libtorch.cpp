@@ -25,8 +25,9 @@
 //   relu_chain_compiled_16M  the same through gradlab::jit::compile (gradlab only: LibTorch's C++
 //                         API has no compile step)
 // Each binary's counter threads_api is 1 when the library's set_num_threads was called, 0 when
-// the library has none (then only OpenBLAS's threads follow the row's thread count). Both
-// binaries also set OpenBLAS's count to the row's, so a row's matmuls use that many threads.
+// the library has none (then only OpenBLAS's threads follow the row's thread count). LibTorch's
+// binary also sets OpenBLAS's count to the row's, so its matmuls use that many threads; gradlab's
+// set_num_threads governs its matmuls itself (split over its own threads, OpenBLAS kept at 1).
 //
 //   build/release/bench/bench_vs_libtorch_gradlab --benchmark_repetitions=3 --benchmark_format=json
 //   python3 tools/vs_libtorch.py     (runs both binaries and prints the README's table)
@@ -71,7 +72,7 @@ void use_threads(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
   if constexpr (kHasThreadsApi) bench_probe::set_threads(n);
 #if !GRADLAB_BENCH_LIBTORCH
-  openblas_set_num_threads(n);
+  if constexpr (!kHasThreadsApi) openblas_set_num_threads(n);
 #else
   // NOTE: Debian's LibTorch multiplies through OpenBLAS, and at::set_num_threads does not set
   // OpenBLAS's count (it sets MKL's, which this build lacks): without this call LibTorch's

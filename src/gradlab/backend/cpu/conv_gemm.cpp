@@ -7,15 +7,15 @@
 //   backward input   cols_g   [K, L]  = W_gᵀ [K, Og] @ dy[n, g] [Og, L];  dx[n] = col2im(cols)
 //   backward weight  dW_g     [Og, K] += dy[n, g] [Og, L] @ cols_gᵀ [L, K]
 // cols [C*kh*kw, L] has row (c*kh + i)*kw + j, as PyTorch's unfold; a group's rows are contiguous.
-// NOTE: the batch runs in order n = 0, 1, ... (dW sums in that fixed order): no thread pool here.
-
-#include <cblas.h>
+// NOTE: the batch runs in order n = 0, 1, ... (dW sums in that fixed order); each GEMM is split
+// over gradlab's threads by gemm() (gemm.hpp) when it is big enough.
 
 #include <cstring>
 #include <vector>
 
 #include "gradlab/backend/cpu/conv_onednn.hpp"
 #include "gradlab/backend/cpu/cpu.hpp"
+#include "gradlab/backend/cpu/gemm.hpp"
 #include "gradlab/backend/cpu/loops.hpp"
 #include "gradlab/backend/cpu/parallel.hpp"
 
@@ -87,18 +87,6 @@ void col2im_fast(const T* cols, T* x, int64_t C, int64_t H, int64_t W, const Win
       }
     }
   }
-}
-
-// C [M, N] = alpha-free op(A) @ op(B) + beta C, row major.
-void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
-          const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N,
-              K, 1.0f, A, lda, B, ldb, beta, C, ldc);
-}
-void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const double* A, int64_t lda,
-          const double* B, int64_t ldb, double beta, double* C, int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N,
-              K, 1.0, A, lda, B, ldb, beta, C, ldc);
 }
 
 // The im2col workspace of this thread, kept between calls (grown, never shrunk): the fast path

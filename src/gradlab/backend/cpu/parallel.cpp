@@ -34,12 +34,14 @@ namespace {
 const pid_t g_owner = ::getpid();
 bool forked_child() { return ::getpid() != g_owner; }
 
-// The other runtimes that start threads: OpenBLAS (its own pthreads) and OpenMP's team (oneDNN's
-// and, with GRADLAB_HAVE_OPENMP, parallel_for's). NOTE: OpenMP's count (nthreads-var) belongs to
+// The other runtimes that start threads: OpenMP's team (oneDNN's and, with GRADLAB_HAVE_OPENMP,
+// parallel_for's) gets n; OpenBLAS gets 1 for any n: matrix products are split over gradlab's own
+// threads (gemm.hpp), each block one single-threaded OpenBLAS call, so OpenBLAS's pthreads never
+// compete with the OpenMP team for the cores. NOTE: OpenMP's count (nthreads-var) belongs to
 // each thread: omp_set_num_threads here sets the calling thread's only; sync_runtime_threads()
 // sets it again on any thread that is about to call oneDNN.
 void set_runtime_threads(int n) {
-  openblas_set_num_threads(n);
+  openblas_set_num_threads(1);
 #if GRADLAB_HAVE_OPENMP
   omp_set_num_threads(n);
 #endif
@@ -52,8 +54,8 @@ std::atomic<int>& thread_count() {
                                                std::getenv("OMP_NUM_THREADS"),
                                                detail::available_cores(), warning);
     if (!warning.empty()) std::fprintf(stderr, "%s\n", warning.c_str());
-    // GRADLAB_NUM_THREADS governs OpenBLAS and OpenMP from the start too (they read only
-    // OPENBLAS_NUM_THREADS / OMP_NUM_THREADS themselves).
+    // GRADLAB_NUM_THREADS governs OpenMP from the start too (it reads only OMP_NUM_THREADS),
+    // and OpenBLAS goes to 1 thread whatever OPENBLAS_NUM_THREADS said.
     set_runtime_threads(v);
     return v;
   }()};

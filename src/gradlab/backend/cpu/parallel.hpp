@@ -10,14 +10,16 @@
 // caller, and a forked child (an MPI relaunch) runs serially instead of waiting on threads it
 // does not have. bench/bench_threads.cpp measures the overhead.
 //
-// set_num_threads(n) sets gradlab's count, OpenBLAS's (openblas_set_num_threads) and OpenMP's
-// (omp_set_num_threads, which oneDNN reads). OpenMP's count belongs to each thread, so code that
-// calls oneDNN calls detail::sync_runtime_threads() first (conv_onednn.cpp).
+// set_num_threads(n) sets gradlab's count and OpenMP's (omp_set_num_threads, which oneDNN reads)
+// to n, and OpenBLAS's to 1 (openblas_set_num_threads(1)) for every n. OpenMP's count belongs to
+// each thread, so code that calls oneDNN calls detail::sync_runtime_threads() first
+// (conv_onednn.cpp).
 //
-// BLAS: kernels never call BLAS inside parallel_for. A BLAS call uses OpenBLAS's own threads
-// (Debian's libopenblas0-pthread); the OpenMP team spins down and sleeps meanwhile. NOTE: a chunk
-// that called BLAS would share OpenBLAS's one server with the other chunks (OpenBLAS serializes
-// such calls), so keep BLAS outside.
+// BLAS: matrix products run on this same team: gemm() (gemm.hpp) splits a big product's C into
+// blocks over parallel_for, each block one single-threaded OpenBLAS call. OpenBLAS's own threads
+// (Debian's libopenblas0-pthread) stay idle: a second runtime on the same cores took turns with
+// the spinning OpenMP workers (README, Threads). A product inside a chunk is one call on that
+// thread (nested regions are serial).
 //
 // Bits: parallel_for only decides who runs which chunk. A kernel whose result could depend on
 // where the chunks split (a sum) must fix its blocks itself (reduce.cpp); elementwise kernels
