@@ -244,8 +244,8 @@ TEST(VecMath, Float32GeluTailsAndSpecialsAtEveryLevel) {
   }
 }
 
-// float32 gelu takes a degree-10 polynomial on vectors whose lanes all have |x| <= 3 and the
-// formula elsewhere, selecting per lane (vec/level.hpp gelu_f32). The claim: a lane's bits are a
+// float32 gelu (and its backward) takes a polynomial on vectors whose lanes all have |x| <= 3 and
+// the formula elsewhere, selecting per lane (vec/level.hpp gelu_f32, gelu_backward_f32). The claim: a lane's bits are a
 // function of that lane alone. The same values are run once in a sweep (most vectors all central
 // or all outside) and once with every 7th element replaced by 100 (every vector, at every width,
 // then holds an outside lane): the other elements' bits must be equal. And the AVX2 and AVX-512
@@ -265,22 +265,32 @@ TEST(VecMath, Float32GeluLanesIndependentOfNeighbours) {
   std::vector<std::vector<float>> by_level;
   for (Capability c : levels()) {
     const Kernels& k = *gradlab::cpu::vec::kernels_for(c);
-    std::vector<float> y(x.size()), ym(x.size());
+    std::vector<float> y(x.size()), ym(x.size()), d(x.size()), dm(x.size());
     ASSERT_EQ(gradlab::cpu::vec::unary(k, Unary::Gelu, x.data(), y.data(), n, 0.0f, 0.0f), n);
     ASSERT_EQ(gradlab::cpu::vec::unary(k, Unary::Gelu, mixed.data(), ym.data(), n, 0.0f, 0.0f), n);
+    // the backward, dy = 1.5 broadcast: its own polynomial the same way
+    const float dy = 1.5f;
+    ASSERT_EQ(gradlab::cpu::vec::binary(k, gradlab::math::Binary::GeluBackward, &dy, true, x.data(), false, d.data(), n), n);
+    ASSERT_EQ(gradlab::cpu::vec::binary(k, gradlab::math::Binary::GeluBackward, &dy, true, mixed.data(), false, dm.data(), n), n);
     int64_t bad = 0;
-    for (int64_t i = 0; i < n; ++i)
+    for (int64_t i = 0; i < n; ++i) {
       if (i % 7 != 0 && std::bit_cast<uint32_t>(y[i]) != std::bit_cast<uint32_t>(ym[i]) && bad++ < 5)
         ADD_FAILURE() << k.name << " gelu(" << x[i] << ") = " << y[i] << " in a sweep, " << ym[i]
                       << " beside an element of 100";
+      if (i % 7 != 0 && std::bit_cast<uint32_t>(d[i]) != std::bit_cast<uint32_t>(dm[i]) && bad++ < 5)
+        ADD_FAILURE() << k.name << " gelu_backward(1.5, " << x[i] << ") = " << d[i] << " in a sweep, " << dm[i]
+                      << " beside an element of 100";
+    }
     EXPECT_EQ(bad, 0) << k.name;
+    y.insert(y.end(), d.begin(), d.end());
     if (c != Capability::Default) by_level.push_back(y);
   }
   if (by_level.size() == 2) {
     int64_t differ = 0;
-    for (int64_t i = 0; i < n; ++i)
+    for (int64_t i = 0; i < 2 * n; ++i)
       if (std::bit_cast<uint32_t>(by_level[0][i]) != std::bit_cast<uint32_t>(by_level[1][i]) && differ++ < 5)
-        ADD_FAILURE() << "gelu(" << x[i] << "): avx2 " << by_level[0][i] << ", avx512 " << by_level[1][i];
+        ADD_FAILURE() << (i < n ? "gelu(" : "gelu_backward(1.5, ") << x[i % n] << "): avx2 " << by_level[0][i]
+                      << ", avx512 " << by_level[1][i];
     EXPECT_EQ(differ, 0);
   } else {
     std::printf("[ note ] avx2 vs avx512 not compared: this CPU runs %zu of them\n", by_level.size());
