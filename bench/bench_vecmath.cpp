@@ -4,7 +4,8 @@
 // vector functions, glibc >= 2.35, when found), for exp, tanh, sigmoid, gelu, erf and log,
 // float32 and float64; plus
 // the public ops (gradlab::exp(x) ..., allocation included) and gelu composed of five ops, as it
-// was. Also float32 <-> bfloat16 / float16 conversions, scalar vs vectorized.
+// was; gelu_randn/*: float32 gelu on unit-normal inputs (its kernel is faster where all lanes of a
+// vector have |x| <= 3). Also float32 <-> bfloat16 / float16 conversions, scalar vs vectorized.
 //
 //   build/release/bench/bench_vecmath --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 //   python3 tools/bench_ratios.py ... (or read the medians: ratio = scalar_glibc / row)
@@ -18,6 +19,7 @@
 #include <cmath>
 #include <immintrin.h>
 #include <numbers>
+#include <random>
 #include <vector>
 
 #include "gradlab/backend/cpu/vec/vec.hpp"
@@ -143,6 +145,37 @@ void gelu_composed(benchmark::State& st) {
   auto x = gradlab::from_blob(v.data(), {kN}, sizeof(T) == 4 ? gradlab::kFloat32 : gradlab::kFloat64).clone();
   for (auto _ : st) {
     auto y = 0.5 * gradlab::mul(x, 1 + gradlab::erf(gradlab::mul(x, 1.0 / std::numbers::sqrt2)));
+    benchmark::DoNotOptimize(y);
+  }
+  st.SetItemsProcessed(st.iterations() * kN);
+}
+
+// float32 gelu on unit-normal inputs, as activations are (the rows above take a ramp over [-8, 8]):
+// the level's kernel takes its degree-10 polynomial on vectors whose lanes all have |x| <= 3
+// (vec/level.hpp gelu_f32), so its speed depends on the data.
+std::vector<float> normal_inputs() {
+  std::vector<float> x(kN);
+  std::mt19937_64 rng(28);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (float& v : x) v = normal(rng);
+  return x;
+}
+void gelu_randn_level(benchmark::State& st, Capability c) {
+  const auto* k = gradlab::cpu::vec::kernels_for(c);
+  if (!k) return st.SkipWithError("this CPU does not run the level");
+  auto x = normal_inputs();
+  std::vector<float> y(kN);
+  for (auto _ : st) {
+    gradlab::cpu::vec::unary(*k, Unary::Gelu, x.data(), y.data(), kN, 0.0f, 0.0f);
+    benchmark::DoNotOptimize(y.data());
+  }
+  st.SetItemsProcessed(st.iterations() * kN);
+}
+void gelu_randn_op(benchmark::State& st) {
+  auto v = normal_inputs();
+  auto x = gradlab::from_blob(v.data(), {kN}, gradlab::kFloat32).clone();
+  for (auto _ : st) {
+    auto y = gradlab::gelu(x);
     benchmark::DoNotOptimize(y);
   }
   st.SetItemsProcessed(st.iterations() * kN);
@@ -337,6 +370,14 @@ int register_all() {
       if (fn == kGelu)
         reg("gradlab_composed_5_ops", [](benchmark::State& s) { gelu_composed<float>(s); },
             [](benchmark::State& s) { gelu_composed<double>(s); });
+    }
+    if (fn == kGelu) {
+      for (Capability c : {Capability::Default, Capability::Avx2, Capability::Avx512}) {
+        const std::string lv = c == Capability::Avx512 ? "xsimd_avx512" : c == Capability::Avx2 ? "xsimd_avx2" : "xsimd_sse2";
+        benchmark::RegisterBenchmark(("gelu_randn/f32/" + lv).c_str(), [c](benchmark::State& s) { gelu_randn_level(s, c); })
+            ->Unit(benchmark::kMicrosecond);
+      }
+      benchmark::RegisterBenchmark("gelu_randn/f32/gradlab_op", gelu_randn_op)->Unit(benchmark::kMicrosecond);
     }
   }
   for (bool to_half : {true, false}) {

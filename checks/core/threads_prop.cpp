@@ -1,5 +1,5 @@
 // Bit-identical results for any thread count (core/parallel.hpp): sum, mean, softmax, log_softmax,
-// a matmul-free MLP's forward and backward, and an Adam step, at 1..8 threads, compared bit for
+// gelu and its backward, a matmul-free MLP's forward and backward, and an Adam step, at 1..8 threads, compared bit for
 // bit with 1 thread. PyTorch does not promise this; gradlab does.
 
 #include <gtest/gtest.h>
@@ -43,6 +43,8 @@ std::vector<std::vector<unsigned char>> run(int64_t B, int64_t F, ScalarType dt,
   r.push_back(bits(sum(x, {1})));
   r.push_back(bits(softmax(x, -1)));
   r.push_back(bits(log_softmax(x, -1)));
+  r.push_back(bits(gelu(x)));                        // float32: polynomial or formula per vector
+  r.push_back(bits(gelu_backward(x * 0.5 + 1.0, x)));  // gelu's one-pass backward
   // MLP without a matmul: out_b = Σ_f w2_f tanh(x_bf w1_f + b1_f), loss = mean((out - y)²).
   Tensor w1 = randn({F}, dtype(dt), &gen).requires_grad_(),
          b1 = randn({F}, dtype(dt), &gen).requires_grad_(),

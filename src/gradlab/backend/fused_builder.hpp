@@ -124,5 +124,7 @@ inline Reg where(Reg c, Reg a, double b) { return where(c, a, cst(c, b)); }
 inline Reg zeros_like(Reg x) { return cst(x, 0); }
 /// dy where y > threshold, else 0 (relu's backward).
 inline Reg threshold_backward(Reg dy, Reg y, double threshold) { return where(gt(y, threshold), dy, 0.0); }
+/// dy (Φ(x) + x φ(x)) (gelu's backward): one step, its formula line.
+inline Reg gelu_backward(Reg dy, Reg x) { return bin(math::Binary::GeluBackward, dy, x); }
 
 }  // namespace gradlab::kern

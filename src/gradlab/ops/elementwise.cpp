@@ -180,6 +180,10 @@ Tensor gelu(const Tensor& x, Site site) {
   // passes over memory and five allocations; it stays the op table's reference).
   return float_unary<Gelu>("gelu", x, site);
 }
+Tensor gelu_backward(const Tensor& grad, const Tensor& self, Site site) {
+  auto [g, x] = prepare_binary("gelu_backward", grad, self, site, /*to_float=*/true);
+  return record<GeluBackward>(site, g, x);
+}
 Tensor sign(const Tensor& x) {
   check_defined("sign", x);
   return kern::unary(Unary::Sign, x);

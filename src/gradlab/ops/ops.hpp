@@ -51,6 +51,9 @@ Tensor logaddexp(const Tensor& a, const Tensor& b, Site site = {});
 Tensor softplus(const Tensor& x, double beta = 1.0, double threshold = 20.0, Site site = {});
 /// Exact GELU: x * Φ(x) = 0.5 x (1 + erf(x / √2)).
 Tensor gelu(const Tensor& x, Site site = {});
+/// Gelu's gradient in one pass: grad * (Φ(self) + self φ(self)), broadcast (torch's gelu_backward,
+/// approximate "none"); differentiable in both.
+Tensor gelu_backward(const Tensor& grad, const Tensor& self, Site site = {});
 /// -1, 0 or 1 (no gradient flows through it).
 Tensor sign(const Tensor& x);
 Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt, Site site = {});

@@ -38,7 +38,8 @@ void map_binary(const T* a, bool sa, const T* b, bool sb, R* out, int64_t n) {
   if constexpr (math::vectorizable(F::kKind) && std::is_floating_point_v<T> && std::is_same_v<R, T>) {
     int64_t i = vec::binary(vec::kernels(), F::kOp, a, sa, b, sb, out, n);
     // The tail one element at a time: the vectorized binary formulas are single IEEE operations
-    // and selects, which give the same bits in a batch and on a number.
+    // and selects, which give the same bits in a batch and on a number; but GeluBackward calls erf
+    // and exp, whose batch versions differ from libm's by ulps, as the unary ones do.
     for (; i < n; ++i) out[i] = f(a[sa ? 0 : i], b[sb ? 0 : i]);
   } else if (sb) {
     const T s = *b;

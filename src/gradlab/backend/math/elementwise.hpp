@@ -56,7 +56,10 @@
   X(Maximum, N,  select(a > b || isnan(a), a, b))  /* NaN propagates, as in PyTorch */ \
   X(Minimum, N,  select(a < b || isnan(a), a, b))                                   \
   X(LogAddExp, F, select(a == b, a + log1p(V(1)),  /* ties: ±inf stay ±inf */          \
-                         select(a > b || isnan(a), a, b) + log1p(exp(-abs(a - b)))))
+                         select(a > b || isnan(a), a, b) + log1p(exp(-abs(a - b)))))     \
+  /* a = dy, b = x: gelu's derivative dy (Φ(x) + x φ(x)), φ(x) = exp(-x²/2) / √(2π), one pass */ \
+  X(GeluBackward, F, a * (V(0.5) * (V(1) + erf(b * V(0.70710678118654752440))) +         \
+                          b * (V(0.39894228040143267794) * exp(V(-0.5) * (b * b)))))
 
 // c = f(a, b) -> bool. And / Or take bool tensors.
 #define GRADLAB_COMPARE_OPS(X)                                                      \

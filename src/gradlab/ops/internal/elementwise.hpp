@@ -230,6 +230,35 @@ struct LogAddExp : BuiltinOp<LogAddExp> {
   GradList backward(const GradList& g) { return binary_backward<LogAddExp>(*this, g[0], a_, b_); }
 };
 
+// c = a (Φ(b) + b φ(b))   (gelu's backward: a = dy, b = x; φ(x) = exp(-x²/2) / √(2π))
+// da = dc (Φ(b) + b φ(b)) = gelu_backward(dc, b),   db = dc a φ(b) (2 - b²)
+// One pass, its formula line (the composite of erf, exp and products took eleven); the composite
+// stays the op table's reference.
+struct GeluBackward : BuiltinOp<GeluBackward> {
+  static constexpr const char* kName = "GeluBackwardBackward0";
+  static constexpr Formula kFormula = Binary::GeluBackward;
+  static constexpr Amp kAutocast = Amp::None;
+  static constexpr Onnx kOnnx = Onnx::none("a backward-only op (gelu's gradient)");
+  static constexpr Fusion kFusion = Fusion::Elementwise;
+  template <class T>
+  static std::array<T, 2> derivative(const T& dc, const BinaryArgs<T>& in) {
+    T da, db;
+    if (in.want_a) da = gelu_backward(dc, in.b);
+    if (in.want_b) {
+      const T pdf = exp(-0.5 * (in.b * in.b)) * (1 / std::sqrt(2 * std::numbers::pi));
+      db = dc * in.a * pdf * (2 - in.b * in.b);
+    }
+    return {da, db};
+  }
+  SavedTensor a_, b_;
+  Tensor forward(const Tensor& a, const Tensor& b) {
+    if (b.requires_grad()) save(a_, a);
+    save(b_, b);
+    return kern::binary(Binary::GeluBackward, a, b);
+  }
+  GradList backward(const GradList& g) { return binary_backward<GeluBackward>(*this, g[0], a_, b_); }
+};
+
 // y = cond ? a : b    da = cond ? dy : 0, db = cond ? 0 : dy
 struct Where : BuiltinOp<Where> {
   static constexpr const char* kName = "WhereBackward0";
@@ -368,8 +397,9 @@ struct Erf : UnaryOp<Erf, kSavesX> {
 };
 
 // y = x Φ(x) = 0.5 x (1 + erf(x / √2))     dx = dy * (Φ(x) + x φ(x)),  φ(x) = exp(-x²/2) / √(2π)
-// One pass (the formula is the composite's, in its order: 0.5 * (x * (1 + erf(x * (1/√2))))); the
-// composite stays the op table's reference.
+// One pass each way (the forward formula is the composite's, in its order: 0.5 * (x * (1 +
+// erf(x * (1/√2)))); the backward is gelu_backward, GeluBackward above); the composites stay the
+// op table's references.
 struct Gelu : UnaryOp<Gelu, kSavesX> {
   static constexpr const char* kName = "GeluBackward0";
   static constexpr Formula kFormula = Unary::Gelu;
@@ -377,11 +407,7 @@ struct Gelu : UnaryOp<Gelu, kSavesX> {
   static constexpr Onnx kOnnx = Onnx::custom();
   static constexpr Fusion kFusion = Fusion::Elementwise;
   template <class T>
-  static T derivative(const T& dy, const UnaryArgs<T>& in) {
-    const T cdf = 0.5 * (1 + erf(in.x * (1 / std::numbers::sqrt2)));
-    const T pdf = exp(-0.5 * (in.x * in.x)) * (1 / std::sqrt(2 * std::numbers::pi));
-    return dy * (cdf + in.x * pdf);
-  }
+  static T derivative(const T& dy, const UnaryArgs<T>& in) { return gelu_backward(dy, in.x); }
   // opset 17 has no Gelu: the composite.
   static std::string to_onnx(OnnxGraph& g, const OnnxCall& c) {
     const std::string e = g.op("Erf", {g.op("Div", {c.in[0], g.scalar(std::numbers::sqrt2, "sqrt2")})});

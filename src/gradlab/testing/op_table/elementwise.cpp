@@ -133,6 +133,14 @@ void add_elementwise_rows(std::vector<OpSpec>& t) {
       "logaddexp", [](const Tensor& a, const Tensor& b) { return logaddexp(a, b); },
       [](const Tensor& a, double c) { return logaddexp(a, scalar_like(c, a)); },
       [](double a, double b) { return std::max(a, b) + std::log1p(std::exp(-std::abs(a - b))); }, any, any));
+  t.push_back(binary(
+      "gelu_backward", [](const Tensor& a, const Tensor& b) { return gelu_backward(a, b); },
+      [](const Tensor& a, double c) { return gelu_backward(a, scalar_like(c, a)); },
+      [](double g, double x) {
+        return g * (0.5 * std::erfc(-x / std::numbers::sqrt2) + x * std::exp(-0.5 * x * x) / std::sqrt(2 * std::numbers::pi));
+      },
+      any, Domain::any(-3, 3)));
+  t.back().notes = "a: the upstream gradient, b: x";
   // where(cond, input, other): "input" or "other" as a number takes the place of that tensor.
   t.push_back(row(
       "where", 2, "a, b: any; cond: bool",
