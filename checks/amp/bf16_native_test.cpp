@@ -137,6 +137,48 @@ TEST(Bf16Native, LinearForwardAndBackwardWithinBound) {
   }
 }
 
+// The fallback GEMM of half operands runs in cache-sized blocks (backend/kernels.cpp,
+// half_mm_fallback, 2^17 float32 elements): with K = N = 64, rows of x in blocks of 2048 (x Wᵀ,
+// dy W) and, for dW = dyᵀ x, the batch in blocks of 2048 summed in float32. M = 4101: two whole
+// blocks and a partial one; a row-strided x; float16 too (always the fallback).
+TEST(Bf16Native, BlockedFallbackGemmWithinBoundPastBlockEdges) {
+  manual_seed(16);
+  Native guard(false);
+  const int64_t M = 2 * 2048 + 5, K = 64, N = 64;
+  for (const auto& [dt, strided] : std::vector<std::pair<ScalarType, bool>>{{kBFloat16, false}, {kBFloat16, true}, {kFloat16, false}}) {
+    {
+      Tensor x = strided ? randn({M, 2 * K}).narrow(1, 3, K) : randn({M, K});
+      Tensor w = randn({N, K}), b = randn({N}), g = randn({M, N});
+      auto leaf = [](const Tensor& t) { return t.detach().requires_grad_(true); };
+      Tensor x1 = leaf(x), w1 = leaf(w), b1 = leaf(b);
+      Tensor y;
+      {
+        amp::autocast ac(kCPU, dt);
+        y = F::linear(x1, w1, b1);
+      }
+      ASSERT_EQ(y.dtype(), dt);
+      sum(y.to(kFloat32) * g).backward();
+      Tensor x2 = leaf(x), w2 = leaf(w), b2 = leaf(b);
+      sum(F::linear(x2, w2, b2) * g).backward();
+      Tensor xa = leaf(x.abs()), wa = leaf(w.abs()), ba = leaf(b.abs());
+      sum(F::linear(xa, wa, ba) * g.abs()).backward();
+      const std::string at = to_string(dt) + (strided ? " strided x" : "");
+      EXPECT_LE(excess(y, F::linear(x, w, b), F::linear(x.abs(), w.abs(), b.abs()), 3), 0.0) << at;
+      EXPECT_LE(excess(x1.grad(), x2.grad(), xa.grad(), 4), 0.0) << at;
+      EXPECT_LE(excess(w1.grad(), w2.grad(), wa.grad(), 4), 0.0) << at;
+      EXPECT_LE(excess(b1.grad(), b2.grad(), ba.grad(), 4), 0.0) << at;
+      // matmul with a transposed a: the K-blocked branch on its own
+      Tensor at_ = randn({M, N}).t(), bm = randn({M, K});
+      Tensor got;
+      {
+        amp::autocast ac(kCPU, dt);
+        got = matmul(at_, bm);
+      }
+      EXPECT_LE(excess(got, matmul(at_, bm), matmul(at_.abs(), bm.abs()), 3), 0.0) << at;
+    }
+  }
+}
+
 // conv2d forward and its three gradients under autocast against float32: odd channel counts,
 // stride, padding, dilation, one channel, a non-contiguous (channels-last) input.
 TEST(Bf16Native, Conv2dForwardAndBackwardWithinBound) {

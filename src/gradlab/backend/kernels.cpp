@@ -91,6 +91,48 @@ void by_slices(const Tensor& like, F&& f) {
   for (int64_t n0 = 0; n0 < n; n0 += step) f(n0, std::min(n, n0 + step));
 }
 
+// The fallback GEMM of half operands (no bf16 instructions, or float16): c [M, N] = a [M, K] @
+// b [K, N], both half, c in their type. Widening all of a and rounding all of c makes two
+// float32 copies the size of the activations, written to memory and read back (8% of a fallback
+// MLP step under perf, on top of the same sgemm the float32 step runs). Instead, in blocks of
+// about kGemmBlock float32 elements that stay in cache between the widening, the GEMM's packing
+// of them and the rounding:
+//   a row-major (x Wᵀ and dy W, M = the batch): b (the weight) is widened once; rows [r0, r1)
+//     of a are widened, c's rows [r0, r1) computed by one float32 GEMM over all of K, rounded;
+//   a a transposed view and b row-major (dyᵀ x, K = the batch): columns [k0, k1) of a (rows of
+//     the matrix under it) and rows [k0, k1) of b are widened, their product added to a float32
+//     c, rounded once at the end (partial sums over fixed K blocks: the same for any thread
+//     count, within the same bfloat16 bound as one GEMM).
+// Block sizes measured on the MLP step of bench_memory: 2^15 and 2^19 elements were slower.
+constexpr int64_t kGemmBlock = 1 << 17;  // 512 KiB of float32 (Zen 4's L2: 1 MiB)
+Tensor half_mm_fallback(const Tensor& a, const Tensor& b) {
+  const ScalarType dt = a.dtype();
+  const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
+  const int64_t rows = std::max<int64_t>(1, kGemmBlock / std::max<int64_t>({K, N, 1}));
+  if (a.stride(1) == 1 && M > rows && K > 0 && N > 0) {
+    const Tensor bw = wide_matrix(b);
+    Tensor out = make_tensor({M, N}, dt);
+    for (int64_t r0 = 0; r0 < M; r0 += rows) {
+      const int64_t r1 = std::min(M, r0 + rows);
+      cpu::copy(rows_of(out, r0, r1), cpu::mm(wide(rows_of(a, r0, r1)), bw));
+    }
+    return out;
+  }
+  const int64_t depth = std::max<int64_t>(1, kGemmBlock / std::max<int64_t>({M, N, 1}));
+  if (a.stride(0) == 1 && M > 1 && b.stride(1) == 1 && K > depth && N > 0) {
+    Tensor acc;
+    for (int64_t k0 = 0; k0 < K; k0 += depth) {
+      const int64_t len = std::min(K, k0 + depth) - k0;
+      const Tensor ak = make_view(a, {M, len}, {1, a.stride(1)}, a.impl()->offset + k0 * a.stride(1));
+      const Tensor part = cpu::mm(wide_matrix(ak), wide(rows_of(b, k0, k0 + len)));
+      if (!acc.defined()) acc = part;
+      else cpu::binary_(Binary::Add, acc, part);
+    }
+    return narrow(acc, dt);
+  }
+  return narrow(cpu::mm(wide_matrix(a), wide_matrix(b)), dt);
+}
+
 // uint8 is storage only (kByte images and masks): no kernel computes in it.
 void check_computable(const Tensor& t, const char* kernel) {
   GRADLAB_CHECK(!t.defined() || t.dtype() != kUInt8, DTypeError, kernel, "dtype uint8 has no compute kernel",
@@ -203,7 +245,7 @@ Tensor mm(const Tensor& a, const Tensor& b) {
       r.impl()->view_base = nullptr;  // a new tensor, not a view (see below)
       return r;
     }
-    return narrow(cpu::mm(wide_matrix(a), wide_matrix(b)), a.dtype());
+    return half_mm_fallback(a, b);
   }
   if (!a.is_cuda()) return cpu::mm(a, b);
   // [M, K] @ [K, N] as a batch of one (views, no copy)
