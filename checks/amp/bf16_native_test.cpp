@@ -180,7 +180,8 @@ TEST(Bf16Native, BlockedFallbackGemmWithinBoundPastBlockEdges) {
 }
 
 // conv2d forward and its three gradients under autocast against float32: odd channel counts,
-// stride, padding, dilation, one channel, a non-contiguous (channels-last) input.
+// stride, padding, dilation, one channel, a non-contiguous (channels-last) input, batches the
+// fallback splits into chunks.
 TEST(Bf16Native, Conv2dForwardAndBackwardWithinBound) {
   manual_seed(13);
   struct Case {
@@ -189,7 +190,11 @@ TEST(Bf16Native, Conv2dForwardAndBackwardWithinBound) {
   };
   const Case cases[] = {{2, 3, 16, 9, 11, 3, 1, 1, 1, false}, {3, 16, 5, 8, 8, 3, 2, 0, 1, false},
                         {1, 1, 1, 5, 5, 1, 1, 0, 1, false},   {2, 8, 12, 10, 7, 3, 1, 2, 2, false},
-                        {2, 5, 7, 6, 9, 2, 1, 1, 1, true}};
+                        {2, 5, 7, 6, 9, 2, 1, 1, 1, true},
+                        // the fallback runs 2^17-element chunks of images (backend/kernels.cpp,
+                        // conv_by_images): 16 x 32 x 32 outputs -> chunks of 8, 8 and 1 images,
+                        // through oneDNN (8 channels) and through im2col + GEMM (3 channels)
+                        {17, 8, 16, 32, 32, 3, 1, 1, 1, false},   {17, 3, 16, 32, 32, 3, 1, 1, 1, true}};
   for (bool native : paths()) {
     Native guard(native);
     for (const Case& c : cases) {
