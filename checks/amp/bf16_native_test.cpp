@@ -203,7 +203,8 @@ TEST(Bf16Native, Conv2dForwardAndBackwardWithinBound) {
       auto conv = [&](const Tensor& xx, const Tensor& ww, const Tensor& bb) {
         return F::conv2d(xx, ww, bb, {c.stride, c.stride}, {c.pad, c.pad}, {c.dil, c.dil});
       };
-      const Tensor g = randn(conv(x, w, b).sizes());
+      // positive: no cancellation in Σ dy, so a dropped chunk of images shows in the bias gradient
+      const Tensor g = randn(conv(x, w, b).sizes()).abs();
       auto leaf = [](const Tensor& t) { return t.detach().requires_grad_(true); };
       Tensor x1 = leaf(x), w1 = leaf(w), b1 = leaf(b);
       const int64_t before = bf::native_runs();

@@ -402,6 +402,16 @@ Tensor conv2d_backward_weight(const Tensor& x, const Tensor& dy, const Conv2dGeo
 }
 Tensor conv2d_backward_bias(const Tensor& dy) {
   check_conv_cpu(dy);
+  if (is_low(dy) && dy.size(0) > 0) {  // a few images at a time; float32 partial sums, rounded once
+    Tensor acc;
+    by_slices(dy, [&](int64_t n0, int64_t n1) {
+      Tensor part = cpu::conv2d_backward_bias(wide(rows_of(dy, n0, n1)));
+      if (!acc.defined()) acc = part;
+      else cpu::binary_(Binary::Add, acc, part);
+    });
+    return narrow(acc, dy.dtype());
+  }
+  if (is_low(dy)) return narrow(cpu::conv2d_backward_bias(wide(dy)), dy.dtype());
   return cpu::conv2d_backward_bias(dy);
 }
 void add_bias_rows_(Tensor& out, const Tensor& bias) {
