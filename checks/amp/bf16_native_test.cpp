@@ -140,7 +140,8 @@ TEST(Bf16Native, LinearForwardAndBackwardWithinBound) {
 // The fallback GEMM of half operands runs in cache-sized blocks (backend/kernels.cpp,
 // half_mm_fallback, 2^17 float32 elements): with K = N = 64, rows of x in blocks of 2048 (x Wᵀ,
 // dy W) and, for dW = dyᵀ x, the batch in blocks of 2048 summed in float32. M = 4101: two whole
-// blocks and a partial one; a row-strided x; float16 too (always the fallback).
+// blocks and a partial one; a row-strided x; float16 too (always the fallback). The bias
+// gradient (Σ over rows) runs in blocks of 65536 elements.
 TEST(Bf16Native, BlockedFallbackGemmWithinBoundPastBlockEdges) {
   manual_seed(16);
   Native guard(false);
@@ -148,7 +149,8 @@ TEST(Bf16Native, BlockedFallbackGemmWithinBoundPastBlockEdges) {
   for (const auto& [dt, strided] : std::vector<std::pair<ScalarType, bool>>{{kBFloat16, false}, {kBFloat16, true}, {kFloat16, false}}) {
     {
       Tensor x = strided ? randn({M, 2 * K}).narrow(1, 3, K) : randn({M, K});
-      Tensor w = randn({N, K}), b = randn({N}), g = randn({M, N});
+      // g positive: no cancellation in Σ_rows g, so a dropped block shows in the bias gradient
+      Tensor w = randn({N, K}), b = randn({N}), g = randn({M, N}).abs();
       auto leaf = [](const Tensor& t) { return t.detach().requires_grad_(true); };
       Tensor x1 = leaf(x), w1 = leaf(w), b1 = leaf(b);
       Tensor y;

@@ -220,6 +220,15 @@ std::pair<Tensor, Tensor> reduce_index(Reduce op, const Tensor& x, int64_t dim, 
   GRADLAB_ON(x, Reductions, reduce_index(op, x, dim, keepdim));
 }
 Tensor sum_rows(const Tensor& x) {
+  if (blockable(x) && x.dim() == 2) {  // linear's bias gradient: rows in blocks, float32 partial sums
+    Tensor acc;
+    by_slices(x, [&](int64_t r0, int64_t r1) {
+      Tensor part = cpu::sum_rows(wide(rows_of(x, r0, r1)));
+      if (!acc.defined()) acc = part;
+      else cpu::binary_(Binary::Add, acc, part);
+    });
+    return narrow(acc, x.dtype());
+  }
   if (is_low(x)) return narrow(sum_rows(wide(x)), x.dtype());
   GRADLAB_ON(x, Reductions, sum_rows(x));
 }
