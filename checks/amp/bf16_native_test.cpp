@@ -137,8 +137,53 @@ TEST(Bf16Native, LinearForwardAndBackwardWithinBound) {
   }
 }
 
+// The fallback GEMM of half operands runs in cache-sized blocks (backend/kernels.cpp,
+// half_mm_fallback, 2^17 float32 elements): with K = N = 64, rows of x in blocks of 2048 (x Wᵀ,
+// dy W) and, for dW = dyᵀ x, the batch in blocks of 2048 summed in float32. M = 4101: two whole
+// blocks and a partial one; a row-strided x; float16 too (always the fallback). The bias
+// gradient (Σ over rows) runs in blocks of 65536 elements.
+TEST(Bf16Native, BlockedFallbackGemmWithinBoundPastBlockEdges) {
+  manual_seed(16);
+  Native guard(false);
+  const int64_t M = 2 * 2048 + 5, K = 64, N = 64;
+  for (const auto& [dt, strided] : std::vector<std::pair<ScalarType, bool>>{{kBFloat16, false}, {kBFloat16, true}, {kFloat16, false}}) {
+    {
+      Tensor x = strided ? randn({M, 2 * K}).narrow(1, 3, K) : randn({M, K});
+      // g positive: no cancellation in Σ_rows g, so a dropped block shows in the bias gradient
+      Tensor w = randn({N, K}), b = randn({N}), g = randn({M, N}).abs();
+      auto leaf = [](const Tensor& t) { return t.detach().requires_grad_(true); };
+      Tensor x1 = leaf(x), w1 = leaf(w), b1 = leaf(b);
+      Tensor y;
+      {
+        amp::autocast ac(kCPU, dt);
+        y = F::linear(x1, w1, b1);
+      }
+      ASSERT_EQ(y.dtype(), dt);
+      sum(y.to(kFloat32) * g).backward();
+      Tensor x2 = leaf(x), w2 = leaf(w), b2 = leaf(b);
+      sum(F::linear(x2, w2, b2) * g).backward();
+      Tensor xa = leaf(x.abs()), wa = leaf(w.abs()), ba = leaf(b.abs());
+      sum(F::linear(xa, wa, ba) * g.abs()).backward();
+      const std::string at = to_string(dt) + (strided ? " strided x" : "");
+      EXPECT_LE(excess(y, F::linear(x, w, b), F::linear(x.abs(), w.abs(), b.abs()), 3), 0.0) << at;
+      EXPECT_LE(excess(x1.grad(), x2.grad(), xa.grad(), 4), 0.0) << at;
+      EXPECT_LE(excess(w1.grad(), w2.grad(), wa.grad(), 4), 0.0) << at;
+      EXPECT_LE(excess(b1.grad(), b2.grad(), ba.grad(), 4), 0.0) << at;
+      // matmul with a transposed a: the K-blocked branch on its own
+      Tensor at_ = randn({M, N}).t(), bm = randn({M, K});
+      Tensor got;
+      {
+        amp::autocast ac(kCPU, dt);
+        got = matmul(at_, bm);
+      }
+      EXPECT_LE(excess(got, matmul(at_, bm), matmul(at_.abs(), bm.abs()), 3), 0.0) << at;
+    }
+  }
+}
+
 // conv2d forward and its three gradients under autocast against float32: odd channel counts,
-// stride, padding, dilation, one channel, a non-contiguous (channels-last) input.
+// stride, padding, dilation, one channel, a non-contiguous (channels-last) input, batches the
+// fallback splits into chunks.
 TEST(Bf16Native, Conv2dForwardAndBackwardWithinBound) {
   manual_seed(13);
   struct Case {
@@ -147,7 +192,11 @@ TEST(Bf16Native, Conv2dForwardAndBackwardWithinBound) {
   };
   const Case cases[] = {{2, 3, 16, 9, 11, 3, 1, 1, 1, false}, {3, 16, 5, 8, 8, 3, 2, 0, 1, false},
                         {1, 1, 1, 5, 5, 1, 1, 0, 1, false},   {2, 8, 12, 10, 7, 3, 1, 2, 2, false},
-                        {2, 5, 7, 6, 9, 2, 1, 1, 1, true}};
+                        {2, 5, 7, 6, 9, 2, 1, 1, 1, true},
+                        // the fallback runs 2^17-element chunks of images (backend/kernels.cpp,
+                        // conv_by_images): 16 x 32 x 32 outputs -> chunks of 8, 8 and 1 images,
+                        // through oneDNN (8 channels) and through im2col + GEMM (3 channels)
+                        {17, 8, 16, 32, 32, 3, 1, 1, 1, false},   {17, 3, 16, 32, 32, 3, 1, 1, 1, true}};
   for (bool native : paths()) {
     Native guard(native);
     for (const Case& c : cases) {
@@ -156,7 +205,8 @@ TEST(Bf16Native, Conv2dForwardAndBackwardWithinBound) {
       auto conv = [&](const Tensor& xx, const Tensor& ww, const Tensor& bb) {
         return F::conv2d(xx, ww, bb, {c.stride, c.stride}, {c.pad, c.pad}, {c.dil, c.dil});
       };
-      const Tensor g = randn(conv(x, w, b).sizes());
+      // positive: no cancellation in Σ dy, so a dropped chunk of images shows in the bias gradient
+      const Tensor g = randn(conv(x, w, b).sizes()).abs();
       auto leaf = [](const Tensor& t) { return t.detach().requires_grad_(true); };
       Tensor x1 = leaf(x), w1 = leaf(w), b1 = leaf(b);
       const int64_t before = bf::native_runs();

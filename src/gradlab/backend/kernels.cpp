@@ -91,6 +91,48 @@ void by_slices(const Tensor& like, F&& f) {
   for (int64_t n0 = 0; n0 < n; n0 += step) f(n0, std::min(n, n0 + step));
 }
 
+// The fallback GEMM of half operands (no bf16 instructions, or float16): c [M, N] = a [M, K] @
+// b [K, N], both half, c in their type. Widening all of a and rounding all of c makes two
+// float32 copies the size of the activations, written to memory and read back (8% of a fallback
+// MLP step under perf, on top of the same sgemm the float32 step runs). Instead, in blocks of
+// about kGemmBlock float32 elements that stay in cache between the widening, the GEMM's packing
+// of them and the rounding:
+//   a row-major (x Wᵀ and dy W, M = the batch): b (the weight) is widened once; rows [r0, r1)
+//     of a are widened, c's rows [r0, r1) computed by one float32 GEMM over all of K, rounded;
+//   a a transposed view and b row-major (dyᵀ x, K = the batch): columns [k0, k1) of a (rows of
+//     the matrix under it) and rows [k0, k1) of b are widened, their product added to a float32
+//     c, rounded once at the end (partial sums over fixed K blocks: the same for any thread
+//     count, within the same bfloat16 bound as one GEMM).
+// Block sizes measured on the MLP step of bench_memory: 2^15 and 2^19 elements were slower.
+constexpr int64_t kGemmBlock = 1 << 17;  // 512 KiB of float32 (Zen 4's L2: 1 MiB)
+Tensor half_mm_fallback(const Tensor& a, const Tensor& b) {
+  const ScalarType dt = a.dtype();
+  const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
+  const int64_t rows = std::max<int64_t>(1, kGemmBlock / std::max<int64_t>({K, N, 1}));
+  if (a.stride(1) == 1 && M > rows && K > 0 && N > 0) {
+    const Tensor bw = wide_matrix(b);
+    Tensor out = make_tensor({M, N}, dt);
+    for (int64_t r0 = 0; r0 < M; r0 += rows) {
+      const int64_t r1 = std::min(M, r0 + rows);
+      cpu::copy(rows_of(out, r0, r1), cpu::mm(wide(rows_of(a, r0, r1)), bw));
+    }
+    return out;
+  }
+  const int64_t depth = std::max<int64_t>(1, kGemmBlock / std::max<int64_t>({M, N, 1}));
+  if (a.stride(0) == 1 && M > 1 && b.stride(1) == 1 && K > depth && N > 0) {
+    Tensor acc;
+    for (int64_t k0 = 0; k0 < K; k0 += depth) {
+      const int64_t len = std::min(K, k0 + depth) - k0;
+      const Tensor ak = make_view(a, {M, len}, {1, a.stride(1)}, a.impl()->offset + k0 * a.stride(1));
+      const Tensor part = cpu::mm(wide_matrix(ak), wide(rows_of(b, k0, k0 + len)));
+      if (!acc.defined()) acc = part;
+      else cpu::binary_(Binary::Add, acc, part);
+    }
+    return narrow(acc, dt);
+  }
+  return narrow(cpu::mm(wide_matrix(a), wide_matrix(b)), dt);
+}
+
 // uint8 is storage only (kByte images and masks): no kernel computes in it.
 void check_computable(const Tensor& t, const char* kernel) {
   GRADLAB_CHECK(!t.defined() || t.dtype() != kUInt8, DTypeError, kernel, "dtype uint8 has no compute kernel",
@@ -178,6 +220,15 @@ std::pair<Tensor, Tensor> reduce_index(Reduce op, const Tensor& x, int64_t dim, 
   GRADLAB_ON(x, Reductions, reduce_index(op, x, dim, keepdim));
 }
 Tensor sum_rows(const Tensor& x) {
+  if (blockable(x) && x.dim() == 2) {  // linear's bias gradient: rows in blocks, float32 partial sums
+    Tensor acc;
+    by_slices(x, [&](int64_t r0, int64_t r1) {
+      Tensor part = cpu::sum_rows(wide(rows_of(x, r0, r1)));
+      if (!acc.defined()) acc = part;
+      else cpu::binary_(Binary::Add, acc, part);
+    });
+    return narrow(acc, x.dtype());
+  }
   if (is_low(x)) return narrow(sum_rows(wide(x)), x.dtype());
   GRADLAB_ON(x, Reductions, sum_rows(x));
 }
@@ -203,7 +254,7 @@ Tensor mm(const Tensor& a, const Tensor& b) {
       r.impl()->view_base = nullptr;  // a new tensor, not a view (see below)
       return r;
     }
-    return narrow(cpu::mm(wide_matrix(a), wide_matrix(b)), a.dtype());
+    return half_mm_fallback(a, b);
   }
   if (!a.is_cuda()) return cpu::mm(a, b);
   // [M, K] @ [K, N] as a batch of one (views, no copy)
@@ -285,16 +336,48 @@ void check_conv_cpu(const Tensor& t) {
 Tensor max_pool2d_backward(const Tensor& dy, const Tensor& idx, int64_t H, int64_t W) {
   GRADLAB_CHECK(!dy.is_cuda(), DeviceError, "max_pool2d_backward", "this kernel runs on the CPU only",
                 "a CPU tensor", "a CUDA tensor", "CUDA takes scatter_add (ops/internal/nn_ops.hpp)");
+  // a few images at a time in cache (the indices are per plane): dx is 4x dy here, in float32
+  // 8x, widened and rounded whole it made two passes over memory
+  if (is_low(dy) && dy.dim() == 4 && idx.dim() == 4 && dy.is_contiguous() && idx.is_contiguous() &&
+      idx.size(0) == dy.size(0) && dy.size(0) > 1 && dy.size(0) * dy.size(1) * H * W > kHalfBlock) {
+    const int64_t n = dy.size(0), step = std::max<int64_t>(1, kHalfBlock / std::max<int64_t>(1, dy.size(1) * H * W));
+    Tensor dx = make_tensor({n, dy.size(1), H, W}, dy.dtype());
+    for (int64_t n0 = 0; n0 < n; n0 += step) {
+      const int64_t n1 = std::min(n, n0 + step);
+      cpu::copy(rows_of(dx, n0, n1), cpu::max_pool2d_backward(wide(rows_of(dy, n0, n1)), rows_of(idx, n0, n1), H, W));
+    }
+    return dx;
+  }
   if (is_low(dy)) return narrow(cpu::max_pool2d_backward(wide(dy), idx, H, W), dy.dtype());
   return cpu::max_pool2d_backward(dy, idx, H, W);
 }
 // Half operands (autocast's conv2d): bfloat16 on the CPU's bf16 instructions where it has them,
-// else widened to float32 for the float32 fast path and the result rounded back once.
+// else widened to float32 for the float32 fast path and the result rounded back once, a few
+// images at a time (conv_by_images) so that the widened input, the primitive's layout reorders
+// and the float32 result stay in cache. Images are independent in the forward and data
+// directions (the same sums per image); the weight gradient sums its per-chunk float32 results
+// in chunk order (fixed chunks: the same for any thread count).
+constexpr int64_t kConvBlock = 1 << 17;  // float32 elements of a chunk's input or output (2^15 to 2^18 measured alike)
+template <class F>
+void conv_by_images(const Conv2dGeom& g, F&& f) {
+  const int64_t per = std::max<int64_t>({g.C * g.H * g.W, g.O * g.oh * g.ow, 1});
+  const int64_t step = std::max<int64_t>(1, kConvBlock / per);
+  for (int64_t n0 = 0; n0 < g.N; n0 += step) {
+    Conv2dGeom gc = g;
+    gc.N = std::min(g.N, n0 + step) - n0;
+    f(n0, n0 + gc.N, gc);
+  }
+}
 Tensor conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dGeom& g) {
   check_conv_cpu(x);
   if (is_low(x)) {
     if (Tensor r = cpu::bf16::conv2d_forward(x, weight, bias, g); r.defined()) return r;
-    return narrow(cpu::conv2d_forward(wide(x), wide(weight), wide(bias), g), x.dtype());
+    const Tensor w = wide(weight), b = wide(bias);
+    Tensor y = make_tensor({g.N, g.O, g.oh, g.ow}, x.dtype());
+    conv_by_images(g, [&](int64_t n0, int64_t n1, const Conv2dGeom& gc) {
+      cpu::copy(rows_of(y, n0, n1), cpu::conv2d_forward(wide(rows_of(x, n0, n1)), w, b, gc));
+    });
+    return y;
   }
   return cpu::conv2d_forward(x, weight, bias, g);
 }
@@ -303,7 +386,12 @@ Tensor conv2d_backward_input(const Tensor& dy, const Tensor& weight, const Tenso
   check_conv_cpu(dy);
   if (is_low(dy)) {
     if (Tensor r = cpu::bf16::conv2d_backward_input(dy, weight, bias, g); r.defined()) return r;
-    return narrow(cpu::conv2d_backward_input(wide(dy), wide(weight), wide(bias), g), dy.dtype());
+    const Tensor w = wide(weight), b = wide(bias);
+    Tensor dx = make_tensor({g.N, g.C, g.H, g.W}, dy.dtype());
+    conv_by_images(g, [&](int64_t n0, int64_t n1, const Conv2dGeom& gc) {
+      cpu::copy(rows_of(dx, n0, n1), cpu::conv2d_backward_input(wide(rows_of(dy, n0, n1)), w, b, gc));
+    });
+    return dx;
   }
   return cpu::conv2d_backward_input(dy, weight, bias, g);
 }
@@ -311,12 +399,28 @@ Tensor conv2d_backward_weight(const Tensor& x, const Tensor& dy, const Conv2dGeo
   check_conv_cpu(x);
   if (is_low(x)) {
     if (Tensor r = cpu::bf16::conv2d_backward_weight(x, dy, g); r.defined()) return r;
-    return narrow(cpu::conv2d_backward_weight(wide(x), wide(dy), g), x.dtype());
+    Tensor acc;
+    conv_by_images(g, [&](int64_t n0, int64_t n1, const Conv2dGeom& gc) {
+      Tensor part = cpu::conv2d_backward_weight(wide(rows_of(x, n0, n1)), wide(rows_of(dy, n0, n1)), gc);
+      if (!acc.defined()) acc = part;
+      else cpu::binary_(Binary::Add, acc, part);
+    });
+    return narrow(acc, x.dtype());
   }
   return cpu::conv2d_backward_weight(x, dy, g);
 }
 Tensor conv2d_backward_bias(const Tensor& dy) {
   check_conv_cpu(dy);
+  if (is_low(dy) && dy.size(0) > 0) {  // a few images at a time; float32 partial sums, rounded once
+    Tensor acc;
+    by_slices(dy, [&](int64_t n0, int64_t n1) {
+      Tensor part = cpu::conv2d_backward_bias(wide(rows_of(dy, n0, n1)));
+      if (!acc.defined()) acc = part;
+      else cpu::binary_(Binary::Add, acc, part);
+    });
+    return narrow(acc, dy.dtype());
+  }
+  if (is_low(dy)) return narrow(cpu::conv2d_backward_bias(wide(dy)), dy.dtype());
   return cpu::conv2d_backward_bias(dy);
 }
 void add_bias_rows_(Tensor& out, const Tensor& bias) {
