@@ -11,6 +11,8 @@
 //   gelu_backward_1M      dx = autograd::grad(gelu(x), x, dy): the forward, then its backward
 //                         (erf and exp); not a row of tools/vs_libtorch.py's table
 //   sum_16M               x.sum() over 16M elements
+//   sum_128K              x.sum() over 128K elements (512 KiB: stays in L2 between iterations, so
+//                         the loop's own speed shows, not DRAM's; not a row of the README's table)
 //   sum_dim1_4096x4096    x.sum(1): 4096 contiguous rows of 4096 (issue 28's reductions)
 //   sum_dim0_4096x4096    x.sum(0): down the columns (strided outer dim)
 //   max_16M               x.max() over 16M elements
@@ -168,6 +170,9 @@ void tanh_1M(benchmark::State& s) {
 void sum_16M(benchmark::State& s) {
   unary(s, 16 << 20, [](const torch::Tensor& x) { return x.sum(); });
 }
+void sum_128K(benchmark::State& s) {
+  unary(s, 128 << 10, [](const torch::Tensor& x) { return x.sum(); });
+}
 void sum_dim1_4096x4096(benchmark::State& s) {
   unary(s, 16 << 20, [](const torch::Tensor& x) { return x.reshape({4096, 4096}).sum(1); });
 }
@@ -264,6 +269,7 @@ ROW(sigmoid_1M, kMicrosecond);
 ROW(tanh_1M, kMicrosecond);
 ROW(add_1M, kMicrosecond);
 ROW(sum_16M, kMillisecond);
+ROW(sum_128K, kMicrosecond);
 ROW(sum_dim1_4096x4096, kMillisecond);
 ROW(sum_dim0_4096x4096, kMillisecond);
 ROW(max_16M, kMillisecond);

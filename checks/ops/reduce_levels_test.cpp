@@ -13,6 +13,11 @@
 #include <random>
 #include <vector>
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
+
 #include "gradlab/backend/cpu/vec/reduce.hpp"
 #include "gradlab/gradlab.hpp"
 
@@ -57,8 +62,11 @@ uint64_t bits(double v) {
   return b;
 }
 
-// Sizes around the 32-lane chunk and each level's register width, up to one block (16384).
-const int64_t kSizes[] = {0, 1, 2, 3, 7, 8, 15, 16, 31, 32, 33, 63, 64, 65, 100, 1000, 4097, 16383, 16384};
+// Sizes around the 32-lane chunk and each level's register width, up to one block (16384). The
+// sum loop takes two chunks (64 elements) per trip, then one chunk, then the tail: 95..129 end in
+// each of those (96 = one trip + one chunk; 127 = one trip + one chunk + a tail of 31).
+const int64_t kSizes[] = {0,  1,  2,   3,   7,   8,   15,  16,   31,   32,    33,    63,
+                          64, 65, 95,  96,  97,  100, 127, 128,  129,  1000,  4097,  16383, 16384};
 
 template <class T>
 std::vector<T> values(int64_t n, uint32_t seed) {
@@ -94,6 +102,33 @@ TEST(ReduceLevels, SumFollowsTheDocumentedOrderAtEveryLevel) {
     check_sum<double>(*k, k->sum_f64);
   }
 }
+
+#if defined(__linux__)
+// sum_body prefetches ahead of the element it adds, past p + n near a row's end (reduce_level.hpp:
+// kSumPrefetchBytes): a prefetch must never fault. The values end right before a page that may
+// not be read (PROT_NONE), for every size and level.
+TEST(ReduceLevels, SumPrefetchPastTheEndNeverFaults) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE)), len = 8 * page;
+  void* map = mmap(nullptr, len + 4 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(map, MAP_FAILED);
+  char* guard = static_cast<char*>(map) + len;
+  ASSERT_EQ(mprotect(guard, 4 * page, PROT_NONE), 0);
+  for (const ReduceKernels* k : levels()) {
+    for (int64_t n : {int64_t{64}, int64_t{1000}, static_cast<int64_t>(len / sizeof(float))}) {
+      const auto v = values<float>(n, 3);
+      float* p = reinterpret_cast<float*>(guard) - n;
+      std::memcpy(p, v.data(), v.size() * sizeof(float));
+      EXPECT_EQ(bits(k->sum_f32(p, n)), bits(documented_sum(v.data(), n))) << k->name << " n=" << n;
+    }
+    const int64_t m = static_cast<int64_t>(len / sizeof(double));
+    const auto d = values<double>(m, 4);
+    double* q = reinterpret_cast<double*>(guard) - m;
+    std::memcpy(q, d.data(), d.size() * sizeof(double));
+    EXPECT_EQ(bits(k->sum_f64(q, m)), bits(documented_sum(d.data(), m))) << k->name;
+  }
+  munmap(map, len + 4 * page);
+}
+#endif
 
 TEST(ReduceLevels, AddRowIsTheScalarColumnLoop) {
   for (const ReduceKernels* k : levels()) {
