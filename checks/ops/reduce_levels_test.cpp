@@ -177,6 +177,52 @@ TEST(ReduceLevels, MaxMinAreExactAndNanWins) {
   }
 }
 
+// reduce.hpp's max / min pattern, written out: lanes start at p[0], element i is combined into
+// lane i mod 32, then l[j] with l[j + w] for w = 16 .. 1 (math::reduce_combine's rule: v replaces
+// acc where v > acc (v < acc) or v is NaN). The value is exact in any order; the pattern fixes
+// which NaN payload comes out (ties keep the lane's value, so -0 / +0 follow p[0]), so compare bits.
+template <class T>
+double documented_minmax(bool is_max, const T* p, int64_t n) {
+  auto comb = [&](double acc, double v) { return (is_max ? v > acc : v < acc) || v != v ? v : acc; };
+  double l[32];
+  for (double& x : l) x = static_cast<double>(p[0]);
+  for (int64_t i = 0; i < n; ++i) l[i % 32] = comb(l[i % 32], static_cast<double>(p[i]));
+  for (int w = 16; w >= 1; w /= 2)
+    for (int j = 0; j < w; ++j) l[j] = comb(l[j], l[j + w]);
+  return l[0];
+}
+
+TEST(ReduceLevels, MaxMinFollowTheDocumentedPatternBitForBit) {
+  std::mt19937 rng(17);
+  std::uniform_int_distribution<int> pick(0, 7);
+  std::uniform_int_distribution<uint32_t> payload(1, 0x3fffff);
+  for (const ReduceKernels* k : levels()) {
+    for (int64_t n : kSizes) {
+      if (n == 0) continue;
+      for (int with_nan = 0; with_nan < 2; ++with_nan) {
+        std::vector<float> f(static_cast<size_t>(n));
+        std::vector<double> d(f.size());
+        for (size_t i = 0; i < f.size(); ++i) {  // mostly zeros of both signs, so ties decide
+          const int c = pick(rng);
+          float v = c < 3 ? 0.0f : c < 6 ? -0.0f : c < 7 ? 1.0f : -1.0f;
+          if (with_nan && pick(rng) < 4) {  // half NaNs, distinct payloads: the last one a lane meets wins
+            const uint32_t b = 0x7fc00000u | payload(rng);
+            std::memcpy(&v, &b, sizeof v);
+          }
+          f[i] = v;
+          d[i] = static_cast<double>(v);
+        }
+        for (bool is_max : {true, false}) {
+          EXPECT_EQ(bits(k->minmax_f32(is_max, f.data(), n)), bits(documented_minmax(is_max, f.data(), n)))
+              << k->name << " n=" << n << " max " << is_max;
+          EXPECT_EQ(bits(k->minmax_f64(is_max, d.data(), n)), bits(documented_minmax(is_max, d.data(), n)))
+              << k->name << " n=" << n << " max " << is_max;
+        }
+      }
+    }
+  }
+}
+
 // The public ops at the level in use (ctest repeats this per level).
 TEST(ReduceLevels, Float32SumOfManyValuesIsCorrectlyRoundedOrNearly) {
   // 2^20 + 5 values (64 blocks and a tail): accumulated in double, the float32 result is within
