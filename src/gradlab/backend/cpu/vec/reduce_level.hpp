@@ -61,14 +61,15 @@ inline RV r_combine(bool is_max, RV acc, RV v) {  // SSE2 has no blendv
 constexpr int64_t kRK = kSumLanes / kRW;
 static_assert(kRK * kRW == kSumLanes, "the 32 lanes must fill whole registers");
 
-// Software prefetch distance of sum_body (and minmax_body), in bytes ahead of the element being added. Why: the
-// float32 loop (a widening and an add per 8 floats) is ~2.5x faster than DRAM on L2-resident data,
-// yet reached only ~88% of a plain read loop's bandwidth on 16M floats (bench_vs_libtorch's
-// sum_16M vs sum_128K, perf: the samples sit on the loads). The hardware prefetcher stops at each
-// 4 KiB page, and the loop's uops per byte leave fewer misses in flight than a read loop's; a
-// prefetch two pages ahead keeps the stream going across pages (measured: 4 / 8 / 16 KiB ahead all
-// close the gap, 0.5-2 KiB ahead made it slower). It may run past p + n: a prefetch never faults,
-// and the next block of a long row is what comes next anyway.
+// Software prefetch distance of sum_body (and minmax_body), in bytes ahead of the element read.
+// Why (perf on bench_vs_libtorch's sum_16M / sum_128K): the float32 loop (a widening and an add
+// per 8 floats at AVX-512) runs well above DRAM speed on L2-resident data, yet on 16M floats it
+// stayed below a plain read loop's bandwidth, its samples on the loads. The hardware prefetcher
+// stops at each 4 KiB page, and the loop's uops per byte leave fewer misses in flight than a
+// read loop's; a prefetch two pages ahead keeps the stream going. In a scratch loop test 4, 8
+// and 16 KiB ahead did about equally well and 0.5-2 KiB ahead (inside the page the hardware
+// already fetches) only cost time. It may run past p + n: a prefetch never faults
+// (ReduceLevels.SumPrefetchPastTheEndNeverFaults), and a long row's next block comes next anyway.
 constexpr int64_t kSumPrefetchBytes = 8192;
 
 inline void prefetch_ahead(const void* p) {
