@@ -13,6 +13,8 @@
 //   gelu_16M exp_16M      y = f(x) on 16M elements: elementwise ops bound by arithmetic, not by
 //                         memory, for the 2-threads-vs-1 rows (relu_chain_16M is bound by memory)
 //   sum_16M               x.sum() over 16M elements
+//   sum_128K              x.sum() over 128K elements (512 KiB: stays in L2 between iterations, so
+//                         the loop's own speed shows, not DRAM's; not a row of the README's table)
 //   sum_dim1_4096x4096    x.sum(1): 4096 contiguous rows of 4096 (issue 28's reductions)
 //   sum_dim0_4096x4096    x.sum(0): down the columns (strided outer dim)
 //   max_16M               x.max() over 16M elements
@@ -177,6 +179,9 @@ void exp_16M(benchmark::State& s) {
 void sum_16M(benchmark::State& s) {
   unary(s, 16 << 20, [](const torch::Tensor& x) { return x.sum(); });
 }
+void sum_128K(benchmark::State& s) {
+  unary(s, 128 << 10, [](const torch::Tensor& x) { return x.sum(); });
+}
 void sum_dim1_4096x4096(benchmark::State& s) {
   unary(s, 16 << 20, [](const torch::Tensor& x) { return x.reshape({4096, 4096}).sum(1); });
 }
@@ -275,6 +280,7 @@ ROW(add_1M, kMicrosecond);
 ROW(gelu_16M, kMillisecond);
 ROW(exp_16M, kMillisecond);
 ROW(sum_16M, kMillisecond);
+ROW(sum_128K, kMicrosecond);
 ROW(sum_dim1_4096x4096, kMillisecond);
 ROW(sum_dim0_4096x4096, kMillisecond);
 ROW(max_16M, kMillisecond);

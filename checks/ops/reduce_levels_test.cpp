@@ -13,6 +13,11 @@
 #include <random>
 #include <vector>
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
+
 #include "gradlab/backend/cpu/vec/reduce.hpp"
 #include "gradlab/gradlab.hpp"
 
@@ -57,8 +62,11 @@ uint64_t bits(double v) {
   return b;
 }
 
-// Sizes around the 32-lane chunk and each level's register width, up to one block (16384).
-const int64_t kSizes[] = {0, 1, 2, 3, 7, 8, 15, 16, 31, 32, 33, 63, 64, 65, 100, 1000, 4097, 16383, 16384};
+// Sizes around the 32-lane chunk and each level's register width, up to one block (16384). The
+// sum loop takes two chunks (64 elements) per trip, then one chunk, then the tail: 95..129 end in
+// each of those (96 = one trip + one chunk; 127 = one trip + one chunk + a tail of 31).
+const int64_t kSizes[] = {0,  1,  2,   3,   7,   8,   15,  16,   31,   32,    33,    63,
+                          64, 65, 95,  96,  97,  100, 127, 128,  129,  1000,  4097,  16383, 16384};
 
 template <class T>
 std::vector<T> values(int64_t n, uint32_t seed) {
@@ -94,6 +102,33 @@ TEST(ReduceLevels, SumFollowsTheDocumentedOrderAtEveryLevel) {
     check_sum<double>(*k, k->sum_f64);
   }
 }
+
+#if defined(__linux__)
+// sum_body prefetches ahead of the element it adds, past p + n near a row's end (reduce_level.hpp:
+// kSumPrefetchBytes): a prefetch must never fault. The values end right before a page that may
+// not be read (PROT_NONE), for every size and level.
+TEST(ReduceLevels, SumPrefetchPastTheEndNeverFaults) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE)), len = 8 * page;
+  void* map = mmap(nullptr, len + 4 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(map, MAP_FAILED);
+  char* guard = static_cast<char*>(map) + len;
+  ASSERT_EQ(mprotect(guard, 4 * page, PROT_NONE), 0);
+  for (const ReduceKernels* k : levels()) {
+    for (int64_t n : {int64_t{64}, int64_t{1000}, static_cast<int64_t>(len / sizeof(float))}) {
+      const auto v = values<float>(n, 3);
+      float* p = reinterpret_cast<float*>(guard) - n;
+      std::memcpy(p, v.data(), v.size() * sizeof(float));
+      EXPECT_EQ(bits(k->sum_f32(p, n)), bits(documented_sum(v.data(), n))) << k->name << " n=" << n;
+    }
+    const int64_t m = static_cast<int64_t>(len / sizeof(double));
+    const auto d = values<double>(m, 4);
+    double* q = reinterpret_cast<double*>(guard) - m;
+    std::memcpy(q, d.data(), d.size() * sizeof(double));
+    EXPECT_EQ(bits(k->sum_f64(q, m)), bits(documented_sum(d.data(), m))) << k->name;
+  }
+  munmap(map, len + 4 * page);
+}
+#endif
 
 TEST(ReduceLevels, AddRowIsTheScalarColumnLoop) {
   for (const ReduceKernels* k : levels()) {
@@ -137,6 +172,52 @@ TEST(ReduceLevels, MaxMinAreExactAndNanWins) {
         w[at] = std::numeric_limits<double>::quiet_NaN();
         EXPECT_TRUE(std::isnan(k->minmax_f64(true, w.data(), n))) << k->name << " n=" << n << " at " << at;
         EXPECT_TRUE(std::isnan(k->minmax_f64(false, w.data(), n))) << k->name << " n=" << n << " at " << at;
+      }
+    }
+  }
+}
+
+// reduce.hpp's max / min pattern, written out: lanes start at p[0], element i is combined into
+// lane i mod 32, then l[j] with l[j + w] for w = 16 .. 1 (math::reduce_combine's rule: v replaces
+// acc where v > acc (v < acc) or v is NaN). The value is exact in any order; the pattern fixes
+// which NaN payload comes out (ties keep the lane's value, so -0 / +0 follow p[0]), so compare bits.
+template <class T>
+double documented_minmax(bool is_max, const T* p, int64_t n) {
+  auto comb = [&](double acc, double v) { return (is_max ? v > acc : v < acc) || v != v ? v : acc; };
+  double l[32];
+  for (double& x : l) x = static_cast<double>(p[0]);
+  for (int64_t i = 0; i < n; ++i) l[i % 32] = comb(l[i % 32], static_cast<double>(p[i]));
+  for (int w = 16; w >= 1; w /= 2)
+    for (int j = 0; j < w; ++j) l[j] = comb(l[j], l[j + w]);
+  return l[0];
+}
+
+TEST(ReduceLevels, MaxMinFollowTheDocumentedPatternBitForBit) {
+  std::mt19937 rng(17);
+  std::uniform_int_distribution<int> pick(0, 7);
+  std::uniform_int_distribution<uint32_t> payload(1, 0x3fffff);
+  for (const ReduceKernels* k : levels()) {
+    for (int64_t n : kSizes) {
+      if (n == 0) continue;
+      for (int with_nan = 0; with_nan < 2; ++with_nan) {
+        std::vector<float> f(static_cast<size_t>(n));
+        std::vector<double> d(f.size());
+        for (size_t i = 0; i < f.size(); ++i) {  // mostly zeros of both signs, so ties decide
+          const int c = pick(rng);
+          float v = c < 3 ? 0.0f : c < 6 ? -0.0f : c < 7 ? 1.0f : -1.0f;
+          if (with_nan && pick(rng) < 4) {  // half NaNs, distinct payloads: the last one a lane meets wins
+            const uint32_t b = 0x7fc00000u | payload(rng);
+            std::memcpy(&v, &b, sizeof v);
+          }
+          f[i] = v;
+          d[i] = static_cast<double>(v);
+        }
+        for (bool is_max : {true, false}) {
+          EXPECT_EQ(bits(k->minmax_f32(is_max, f.data(), n)), bits(documented_minmax(is_max, f.data(), n)))
+              << k->name << " n=" << n << " max " << is_max;
+          EXPECT_EQ(bits(k->minmax_f64(is_max, d.data(), n)), bits(documented_minmax(is_max, d.data(), n)))
+              << k->name << " n=" << n << " max " << is_max;
+        }
       }
     }
   }

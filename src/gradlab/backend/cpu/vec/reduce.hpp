@@ -9,6 +9,8 @@
 // Every level keeps exactly this order (AVX-512: 4 registers of 8 lanes; AVX2: 8 of 4; SSE2: 16 of
 // 2) and uses only additions (no FMA to contract), so the bits are the same at every level and
 // for any thread count. (The fold is what a lane tree does; it is written out on 32 numbers.)
+// The loops take two chunks of 32 per trip and prefetch ahead (reduce_level.hpp): each lane still
+// adds its elements one at a time in ascending i, so neither changes a bit.
 // Error: each lane adds at most 512 values of a block, so |error| <= ~(512 + 5) eps Σ|p_i| per
 // block in double, before the blocks are combined left to right (reduce.cpp).
 
