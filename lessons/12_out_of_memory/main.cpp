@@ -352,12 +352,12 @@ int main(int argc, char** argv) {
               "\"halves memory\" holds for activations only");
       const double step_ratio = static_cast<double>(pb.total) / static_cast<double>(pf.total);
       std::cout << "autocast step / float32 step peak: x" << fmt(step_ratio, 2) << "\n";
-      // Measured: x0.67 where oneDNN runs bfloat16 natively (AVX-512 BF16), x0.91 on the float32
-      // fallback (GRADLAB_BF16_NATIVE=0, GRADLAB_CPU_CAPABILITY=avx2|default); x1.00 when nothing is cast.
-      L.check(step_ratio > 0.55 && step_ratio < 0.95,
-              "the step's peak shrinks but does not halve (x0.55 .. x0.95): the weights, gradients and Adam's "
-              "state stay float32, and without bfloat16 instructions the CPU kernels compute through float32 "
-              "working copies");
+      // Measured: x0.57 on every path (oneDNN's native bfloat16 on AVX-512 BF16, the float32
+      // fallback under GRADLAB_BF16_NATIVE=0 or GRADLAB_CPU_CAPABILITY=avx2|default, whose float32
+      // working copies are cache-sized blocks); x1.00 when nothing is cast.
+      L.check(step_ratio > 0.5 && step_ratio < 0.8,
+              "the step's peak shrinks but does not halve (x0.5 .. x0.8): the weights, gradients and Adam's "
+              "state stay float32");
     }
 
     // -------------------------------------------------------------------------------------------
