@@ -25,6 +25,7 @@
 #include "gradlab/backend/cpu/gemm.hpp"
 #include "gradlab/backend/cpu/parallel.hpp"
 #include "gradlab/gradlab.hpp"
+#include "core/fork_child.hpp"
 
 namespace gradlab {
 namespace {
@@ -236,19 +237,7 @@ TEST(GemmSplit, AForkedChildStillMultiplies) {
                     within(matmul(a, b), parent, tol) && cpu::detail::blas_threads() == 1;
     ::_exit(ok ? 0 : 1);
   }
-  int status = 0;
-  pid_t done = 0;
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while ((done = ::waitpid(child, &status, WNOHANG)) == 0 &&
-         std::chrono::steady_clock::now() < until)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  if (done == 0) {
-    ::kill(child, SIGKILL);
-    ::waitpid(child, &status, 0);
-    FAIL() << "the forked child hung in a matrix product";
-  }
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "the child's product differs from the parent's";
+  testing_fork::expect_child_succeeds(child, "a matrix product", "the child's product differs from the parent's");
 }
 
 }  // namespace

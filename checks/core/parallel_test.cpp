@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "gradlab/gradlab.hpp"
+#include "core/fork_child.hpp"
 
 namespace gradlab {
 namespace {
@@ -280,19 +281,7 @@ TEST(ParallelFor, AForkedChildRunsSerially) {
                       conv2d(x, w).sizes() == y.sizes() && matmul(h, h).sizes() == hh.sizes();
       ::_exit(ok ? 0 : 1);
     }
-    int status = 0;
-    pid_t done = 0;
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while ((done = ::waitpid(child, &status, WNOHANG)) == 0 &&
-           std::chrono::steady_clock::now() < until)
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    if (done == 0) {
-      ::kill(child, SIGKILL);
-      ::waitpid(child, &status, 0);
-      FAIL() << "the forked child hung in parallel_for";
-    }
-    ASSERT_TRUE(WIFEXITED(status));
-    EXPECT_EQ(WEXITSTATUS(status), 0) << "the child ran chunks on other threads or got a wrong sum";
+    testing_fork::expect_child_succeeds(child, "parallel_for", "the child ran chunks on other threads or got a wrong sum");
   });
 }
 
