@@ -71,6 +71,13 @@ if [ "$build_first" -eq 1 ]; then
 fi
 mkdir -p "$logs"
 
+# As the ctest presets do (CMakePresets.json): OpenMP workers sleep between parallel regions
+# instead of spinning. ctest -j2 runs two tests at once on 2 cores, and a test's spinning workers
+# took the core another test's matrix product was waiting for: lesson 05's training step (its
+# products split over 2 threads) stretched 9x at threads=2 and its timing claim failed (README,
+# Threads: the spin trap on a busy machine). An environment that sets it keeps its own value.
+export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
+
 # What ctest runs in each configuration: the lessons' README checks (each runs its lesson),
 # the exercise answers, the README programs and the fixtures that prove the checker can fail.
 tests='^(lesson_readme_|Lesson[0-9]+Answers\.|readme_program)'
