@@ -566,6 +566,49 @@ TEST(GradcheckConfidence, TaylorRemainderReachingTheFloorBoundsTheError) {
   EXPECT_EQ(via_floor, 1);
 }
 
+// gelu(x) = 0.5 x (1 + erf(x/√2)) is -0 in float64 for x below about -8.3 (erf rounds to -1, as
+// in PyTorch), while its analytic gradient there is about -1e-26: the Taylor remainder is h |∇L·v|,
+// order 1, from a difference far below atol (slow.ComposedGraphSlow, seed 17690064307483740343,
+// failed on it). A constant function whose backward is off by more than atol still fails.
+struct ConstantWithGrad : autograd::Function<ConstantWithGrad> {
+  static Tensor forward(autograd::AutogradContext* ctx, Tensor x, double slope) {
+    ctx->saved_data["slope"] = slope;
+    return x * 0.0;
+  }
+  static TensorList backward(autograd::AutogradContext* ctx, TensorList g) {
+    return {g[0] * ctx->saved_data["slope"].toDouble(), Tensor()};
+  }
+};
+
+TEST(GradcheckConfidence, OrderOneFromAGradientDifferenceBelowAtolIsNotAFailure) {
+  Tensor x = tensor({-11.0, -9.5, -12.25}, f64()).requires_grad_(true);
+  for (uint64_t seed = 0; seed < 20; ++seed) {
+    GradcheckReport r = gradcheck(TensorFn([](const TensorList& in) { return TensorList{gelu(in[0])}; }), {x},
+                                  quiet("gelu deep tail").seed(seed).fail_on_inconclusive(true));
+    EXPECT_EQ(r.verdict, Verdict::Passed) << "seed " << seed << "\n" << r.text();
+    EXPECT_TRUE(r.taylor.passed) << r.text();
+    EXPECT_NEAR(r.taylor.order, 1.0, 0.3) << r.text();
+    int within_atol = 0;
+    for (const auto& c : r.checks)
+      if (c.name == "taylor" && c.detail.find("differs from the numeric one by only") != std::string::npos)
+        ++within_atol;
+    EXPECT_EQ(within_atol, 1) << r.text();
+  }
+  // The same shape of remainder from a wrong backward of a constant: order 1, error above atol.
+  auto constant = [](double slope) {
+    return TensorFn([slope](const TensorList& in) { return TensorList{ConstantWithGrad::apply(in[0], slope)}; });
+  };
+  Tensor y = tensor({0.5, -1.5, 2.0}, f64()).requires_grad_(true);
+  GradcheckReport bad = gradcheck(constant(1e-3), {y}, quiet("constant, backward 1e-3"));
+  EXPECT_EQ(bad.verdict, Verdict::Failed) << bad.text();
+  EXPECT_FALSE(bad.taylor.passed) << bad.text();
+  EXPECT_NEAR(bad.taylor.order, 1.0, 0.3) << bad.text();
+  // Below atol the elementwise check accepts it, and so does the Taylor test now.
+  GradcheckReport tiny = gradcheck(constant(1e-9), {y}, quiet("constant, backward 1e-9"));
+  EXPECT_EQ(tiny.verdict, Verdict::Passed) << tiny.text();
+  EXPECT_TRUE(tiny.taylor.passed) << tiny.text();
+}
+
 // Regressions from the op-table properties: second derivatives on small, well-conditioned
 // inputs, judged strictly (inconclusive counts as a failure) with gradcheck seeds 0..99 and the
 // ones named (the seed draws u, the upstream gradients and the Taylor direction v).
