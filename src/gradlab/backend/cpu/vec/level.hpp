@@ -84,56 +84,54 @@ namespace {
 
 using Arch = xsimd::default_arch;
 
-// float32 gelu: the formula (math/elementwise.hpp, with the erf above) on a vector that has a lane
-// with |x| > 3 or NaN; where every lane has |x| <= 3 (99.7% of a unit normal's lanes, 96% of
-// 16-lane vectors) one polynomial of degree 10 does the whole of it, with no clamp:
-//   gelu(x) = x h,  h = Φ(x) = 1/2 + x R(s),  s = x²,  R(s) = erf(√(s/2)) / (2√s) = P(u),
-//   u = s 2/9 - 1 in [-1, 1] (2/9 rounded to float), P interpolating R at the 11 Chebyshev nodes
-//   of u, coefficients rounded to float from the top (tools/fit_erf.py --gelu).
-// 16 operations instead of the formula's 27; h stays in (0.0013, 0.9987) there. A vector with
-// no central lane runs the formula alone, one with both kinds runs both.
-// NOTE: a lane's result is one function of that lane: central(x) where x² <= 9, the formula
+// float32 gelu and its backward share one shape: where every lane of a vector has |x| <= 3
+// (99.7% of a unit normal's lanes, 96% of 16-lane vectors) one polynomial does the whole of it,
+//   lead · (1/2 + x P(u)),  s = x²,  u = s 2/9 - 1 in [-1, 1] (2/9 rounded to float),
+// P of degree N-1 interpolating at the N Chebyshev nodes of u, coefficients k (highest degree
+// first) rounded to float from the top (tools/fit_erf.py); elsewhere the formula line `formula()`.
+// A vector with no central lane runs the formula alone, one with both kinds runs both.
+// NOTE: a lane's result is one function of that lane: the polynomial where x² <= 9, the formula
 // elsewhere. A vector holding both kinds computes both and selects per lane, so no lane depends
-// on its neighbours or on the SIMD width (VecMath.Float32GeluLanesIndependentOfNeighbours). The
-// error stays within the formula's bound (VecMath.Float32GeluTailsAndSpecialsAtEveryLevel: 0.27
-// of it with FMA, 0.32 without, from the fit script's simulation).
+// on its neighbours or on the SIMD width (VecMath.Float32GeluLanesIndependentOfNeighbours).
+template <int N, class B, class Formula>
+B central_poly_or(const float (&k)[N], const B& x, const B& lead, Formula formula) {
+  const B s = x * x;
+  const auto central = s <= B(9.0f);  // false for NaN
+  if (xsimd::none(central)) return formula();
+  const B u = xsimd::fma(s, B(2.222222239e-01f), B(-1.0f));
+  B p(k[0]);
+#pragma GCC unroll 12
+  for (int i = 1; i < N; ++i) p = xsimd::fma(p, u, B(k[i]));
+  const B c = lead * xsimd::fma(x, p, B(0.5f));
+  if (xsimd::all(central)) return c;
+  return xsimd::select(central, c, formula());
+}
+
+// float32 gelu (the formula: math/elementwise.hpp with the erf above), lead = x:
+//   gelu(x) = x h,  h = Φ(x) = 1/2 + x R(s),  R(s) = erf(√(s/2)) / (2√s) = P(u), degree 10
+// (tools/fit_erf.py --gelu). 16 operations instead of the formula's 27; h stays in
+// (0.0013, 0.9987) there, so no clamp. The error stays within the formula's bound
+// (VecMath.Float32GeluTailsAndSpecialsAtEveryLevel: 0.27 of it with FMA, 0.32 without, from the
+// fit script's simulation).
 template <class B>
 B gelu_f32(const B& x, const B& formula_p, const B& formula_q) {
   static constexpr float k[11] = {2.473860150e-06f,  -1.249171055e-05f, 5.215818601e-05f, -2.172352542e-04f,
                                   8.179775323e-04f,  -2.729523228e-03f, 8.021468297e-03f, -2.057105303e-02f,
                                   4.597224668e-02f,  -9.283248335e-02f, 2.277131677e-01f};
-  const B s = x * x;
-  const auto central = s <= B(9.0f);  // false for NaN
-  if (xsimd::none(central)) return math::GeluFn{}(x, formula_p, formula_q);
-  const B u = xsimd::fma(s, B(2.222222239e-01f), B(-1.0f));
-  B p(k[0]);
-#pragma GCC unroll 11
-  for (int i = 1; i < 11; ++i) p = xsimd::fma(p, u, B(k[i]));
-  const B c = x * xsimd::fma(x, p, B(0.5f));
-  if (xsimd::all(central)) return c;
-  return xsimd::select(central, c, math::GeluFn{}(x, formula_p, formula_q));
+  return central_poly_or(k, x, x, [&] { return math::GeluFn{}(x, formula_p, formula_q); });
 }
 
-// float32 gelu backward, dx = dy (Φ(x) + x φ(x)), the same way: where every lane has |x| <= 3,
-//   Φ(x) + x φ(x) = 1/2 + x Q(s),  Q(s) = R(s) + exp(-s/2) / √(2π) = P(u),  u as above,
-// P of degree 11 (tools/fit_erf.py --gelu-backward): 17 operations instead of the formula's erf
-// and exp (about 50). Elsewhere the formula line GeluBackward; per lane as gelu_f32. Error: 0.24 of
+// float32 gelu backward, dx = dy (Φ(x) + x φ(x)), lead = dy:
+//   Φ(x) + x φ(x) = 1/2 + x Q(s),  Q(s) = R(s) + exp(-s/2) / √(2π) = P(u), degree 11
+// (tools/fit_erf.py --gelu-backward): 17 operations instead of the formula's erf and exp (about
+// 50); elsewhere the formula line GeluBackward. Error: 0.24 of
 // VecMath.GeluBackwardAgainstReferenceAtEveryLevel's bound with FMA, 0.31 without (fit script).
 template <class B>
 B gelu_backward_f32(const B& dy, const B& x) {
   static constexpr float k[12] = {-9.135682376e-06f, 4.527251804e-05f,  -1.816779841e-04f, 7.327173953e-04f,
                                   -2.654300071e-03f, 8.397286758e-03f,  -2.293492109e-02f, 5.292309821e-02f,
                                   -1.003970206e-01f, 1.524067968e-01f,  -1.874409467e-01f, 2.697613835e-01f};
-  const B s = x * x;
-  const auto central = s <= B(9.0f);  // false for NaN
-  if (xsimd::none(central)) return math::GeluBackwardFn{}(dy, x);
-  const B u = xsimd::fma(s, B(2.222222239e-01f), B(-1.0f));
-  B p(k[0]);
-#pragma GCC unroll 12
-  for (int i = 1; i < 12; ++i) p = xsimd::fma(p, u, B(k[i]));
-  const B c = dy * xsimd::fma(x, p, B(0.5f));
-  if (xsimd::all(central)) return c;
-  return xsimd::select(central, c, math::GeluBackwardFn{}(dy, x));
+  return central_poly_or(k, x, dy, [&] { return math::GeluBackwardFn{}(dy, x); });
 }
 
 // y[i] = f(x[i], p, q) over whole batches; the formula is math/elementwise.hpp's, on batches
