@@ -234,6 +234,64 @@ TEST(Threads, SetNumThreadsGovernsTheOpenMPCount) {
   }
 }
 
+// init_num_threads (LibTorch's) gives a thread the program started the intra-op count in its own
+// OpenMP setting, which oneDNN reads.
+TEST(Threads, InitNumThreadsAppliesTheCountToTheCallingThread) {
+  ThreadsGuard guard;
+  auto in_new_thread = [](bool init) {
+    int seen = 0;
+    std::thread([&] {
+      if (init) init_num_threads();
+      seen = cpu::detail::runtime_threads();
+    }).join();
+    return seen;
+  };
+  // A new thread starts with OpenMP's default (its own setting); counts other than it show the
+  // call's effect.
+  const int fresh = in_new_thread(false);
+  for (int n : {fresh + 1, fresh + 2}) {
+    set_num_threads(n);
+    EXPECT_EQ(in_new_thread(true), n);
+  }
+}
+
+// The inter-op count, LibTorch's rules: n >= 1, set once, before the first get (which fixes it).
+// Each sequence runs in a forked child, since the count is fixed for the life of a process.
+TEST(Threads, InterOpCountIsSetOnceBeforeItIsRead) {
+  auto in_child = [](const char* what, auto body) {
+    std::fflush(nullptr);
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) ::_exit(body() ? 0 : 1);
+    testing_fork::expect_child_succeeds(child, what, what);
+  };
+  auto throws_value_error = [](auto f, const char* part) {
+    try {
+      f();
+    } catch (const ValueError& e) {
+      return std::string(e.what()).find(part) != std::string::npos;
+    }
+    return false;
+  };
+  in_child("set 3, then get 3; a second set throws and keeps 3", [&] {
+    set_num_interop_threads(3);
+    const bool second = throws_value_error([] { set_num_interop_threads(2); },
+                                           "set_num_interop_threads: the inter-op thread count is already fixed");
+    return second && get_num_interop_threads() == 3;
+  });
+  in_child("get first gives the cores and fixes the count", [&] {
+    const int first = get_num_interop_threads();
+    const bool late = throws_value_error([] { set_num_interop_threads(1); }, "already fixed");
+    return first == detail::available_cores() && late && get_num_interop_threads() == first;
+  });
+  in_child("non-positive counts throw and leave the count open", [&] {
+    const bool bad = throws_value_error([] { set_num_interop_threads(0); }, "expected n >= 1, got 0") &&
+                     throws_value_error([] { set_num_interop_threads(-2); }, "expected n >= 1, got -2");
+    set_num_interop_threads(1);
+    return bad && get_num_interop_threads() == 1;
+  });
+}
+
 TEST(Threads, SetRuntimeRejectsAnUnknownName) {
   const std::string saved = cpu::detail::runtime_name();
   try {

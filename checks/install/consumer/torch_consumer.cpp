@@ -28,6 +28,11 @@ struct Ramp : torch::data::datasets::Dataset<Ramp> {
 };
 
 int main() {
+  // The thread calls a LibTorch program makes at start.
+  torch::set_num_interop_threads(1);
+  torch::set_num_threads(1);
+  torch::init_num_threads();
+  if (torch::get_num_threads() != 1 || torch::get_num_interop_threads() != 1) return 1;
   torch::manual_seed(0);
   Net net;
   torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.1));

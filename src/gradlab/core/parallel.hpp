@@ -17,6 +17,18 @@ namespace gradlab {
 void set_num_threads(int n);
 /// The number of intra-op threads in use (at least 1).
 int get_num_threads();
+/// LibTorch's init_num_threads: applies the intra-op count to the calling thread's OpenMP
+/// setting (OpenMP keeps one per thread, and oneDNN reads it), for a thread the program started.
+/// gradlab also does this itself before each oneDNN call, so calling it is never needed.
+void init_num_threads();
+
+/// Inter-op threads, LibTorch's names. LibTorch runs jit::fork and async ops on a pool of this
+/// size; gradlab has neither and runs no inter-op work, so only the count is kept. As in
+/// LibTorch: n >= 1, and only once, before the first get_num_interop_threads() (which fixes it);
+/// otherwise ValueError. The default is the usable core count.
+void set_num_interop_threads(int n);
+/// The inter-op thread count (see set_num_interop_threads).
+int get_num_interop_threads();
 
 namespace detail {
 /// What the start-up rule above gives for these variable values (nullptr: unset) and this core

@@ -73,6 +73,36 @@ void set_num_threads(int n) {
 
 int get_num_threads() { return thread_count().load(std::memory_order_relaxed); }
 
+void init_num_threads() { cpu::detail::sync_runtime_threads(); }
+
+namespace {
+// The inter-op count: 0 until set or read; `interop_fixed` once set or read (LibTorch fixes it
+// when its pool starts, at the first get or the first inter-op task).
+std::mutex interop_mutex;
+int interop_threads = 0;
+bool interop_fixed = false;
+}  // namespace
+
+void set_num_interop_threads(int n) {
+  GRADLAB_CHECK(n >= 1, ValueError, "set_num_interop_threads", "the thread count must be positive",
+                "n >= 1", std::to_string(n));
+  std::lock_guard<std::mutex> lock(interop_mutex);
+  GRADLAB_CHECK(!interop_fixed, ValueError, "set_num_interop_threads",
+                "the inter-op thread count is already fixed",
+                "one call, before any get_num_interop_threads()",
+                "a second call (the count is " + std::to_string(interop_threads) + ")",
+                "set it once at the start of the program, as LibTorch requires");
+  interop_threads = n;
+  interop_fixed = true;
+}
+
+int get_num_interop_threads() {
+  std::lock_guard<std::mutex> lock(interop_mutex);
+  if (!interop_fixed) interop_threads = detail::available_cores();
+  interop_fixed = true;
+  return interop_threads;
+}
+
 namespace cpu {
 
 namespace {
