@@ -17,23 +17,42 @@ bool fused_step_operand(const Tensor& p, const Tensor& t) {
 
 namespace {
 
+// The tail of a chunk, one element at a time (no fma: see math/optim.hpp; this matters where
+// the baseline has one, e.g. aarch64).
+template <class T>
+GRADLAB_NO_FP_CONTRACT void sgd_tail(const math::SgdHyper<T>& h, T* pp, const T* pg, T* pb, int64_t i, int64_t e) {
+  const bool read_buf = h.use_mom && !h.first_step;
+  for (; i < e; ++i) {
+    T pv = pp[i], bv = read_buf ? pb[i] : T(0);
+    math::sgd_update(h, pv, pg[i], bv);
+    if (pb) pb[i] = bv;
+    pp[i] = pv;
+  }
+}
+
+template <class T>
+GRADLAB_NO_FP_CONTRACT void adam_tail(const math::AdamHyper<T>& h, T* pp, const T* pg, T* pm, T* pv2, int64_t i,
+                                      int64_t e) {
+  for (; i < e; ++i) {
+    T pv = pp[i], m = pm[i], v = pv2[i];
+    math::adam_update(h, pv, pg[i], m, v);
+    pm[i] = m;
+    pv2[i] = v;
+    pp[i] = pv;
+  }
+}
+
 template <class T>
 void sgd_t(const Tensor& p, const Tensor& grad, const Tensor& buf, const math::SgdHyper<T>& h,
            const vec::Kernels& k) {
   T* pp = ptr<T>(p);
   const T* pg = ptr<const T>(grad);
   T* pb = h.use_mom ? ptr<T>(buf) : nullptr;
-  const bool read_buf = h.use_mom && !h.first_step;
   // Chunks start at multiples of kAlign: each element takes the same path for any thread count
   // (and both paths give the same bits anyway).
   parallel_elements(p.numel(), [&](int64_t b, int64_t e) {
-    int64_t i = b + vec::sgd(k, h, pp + b, pg + b, pb ? pb + b : nullptr, e - b);
-    for (; i < e; ++i) {
-      T pv = pp[i], bv = read_buf ? pb[i] : T(0);
-      math::sgd_update(h, pv, pg[i], bv);
-      if (pb) pb[i] = bv;
-      pp[i] = pv;
-    }
+    const int64_t i = b + vec::sgd(k, h, pp + b, pg + b, pb ? pb + b : nullptr, e - b);
+    sgd_tail(h, pp, pg, pb, i, e);
   });
 }
 
@@ -45,14 +64,8 @@ void adam_t(const Tensor& p, const Tensor& grad, const Tensor& exp_avg, const Te
   T* pm = ptr<T>(exp_avg);
   T* pv2 = ptr<T>(exp_avg_sq);
   parallel_elements(p.numel(), [&](int64_t b, int64_t e) {
-    int64_t i = b + vec::adam(k, h, pp + b, pg + b, pm + b, pv2 + b, e - b);
-    for (; i < e; ++i) {
-      T pv = pp[i], m = pm[i], v = pv2[i];
-      math::adam_update(h, pv, pg[i], m, v);
-      pm[i] = m;
-      pv2[i] = v;
-      pp[i] = pv;
-    }
+    const int64_t i = b + vec::adam(k, h, pp + b, pg + b, pm + b, pv2 + b, e - b);
+    adam_tail(h, pp, pg, pm, pv2, i, e);
   });
 }
 

@@ -8,9 +8,12 @@
 // V is T (float, double) or an xsimd batch of T; sqrt on a batch is xsimd's (found by
 // argument-dependent lookup), as in math/elementwise.hpp. Every operation is one IEEE-rounded
 // +, *, / or sqrt, so a batch lane and a number give the same bits, as the composite does.
-// NOTE: written without fma on purpose: the composite rounds each product (add_(x, alpha) is
-// mul then add, two kernels), and gradlab compiles with -std=c++20, where GCC does not contract
-// a * b + c (-ffp-contract=off). nvcc contracts by default, hence "up to FMA" on a GPU.
+// NOTE: no fma, on purpose: the composite rounds each product (add_(x, alpha) is mul then add,
+// two kernels). But compilers contract a * b + c to an fma where the target has one: GCC by
+// default in C++ (-ffp-contract=fast; only ISO C modes turn it off), on numbers and on xsimd
+// batches alike; clang within one expression (-ffp-contract=on). So the CPU loops that run these
+// lines carry GRADLAB_NO_FP_CONTRACT (GCC, per function: what is inlined into them follows), and
+// the bodies below turn clang's off. nvcc contracts by default, hence "up to FMA" on a GPU.
 //
 // The hyperparameters are rounded to T once, on the host (sgd_hyper / adam_hyper): the composite
 // wraps each Python-style scalar as a T tensor before multiplying.
@@ -18,6 +21,17 @@
 #include <cmath>
 
 #include "gradlab/backend/math/elementwise.hpp"  // sqrt on numbers, GRADLAB_HD
+
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
+#define GRADLAB_NO_FP_CONTRACT __attribute__((optimize("fp-contract=off")))
+#else
+#define GRADLAB_NO_FP_CONTRACT
+#endif
+#if defined(__clang__) && !defined(__CUDA__)
+#define GRADLAB_FP_CONTRACT_OFF_ _Pragma("clang fp contract(off)")
+#else
+#define GRADLAB_FP_CONTRACT_OFF_
+#endif
 
 namespace gradlab::math {
 
@@ -42,6 +56,7 @@ inline SgdHyper<T> sgd_hyper(double lr, double momentum, double dampening, doubl
 /// One element (or batch) of the SGD update: p and buf in place (buf only when use_mom).
 template <class V, class T>
 GRADLAB_HD inline void sgd_update(const SgdHyper<T>& h, V& p, V g, V& buf) {
+  GRADLAB_FP_CONTRACT_OFF_
   V d = g;
   if (h.use_wd) d = d + p * V(h.wd);
   if (h.use_mom) {
@@ -84,6 +99,7 @@ inline AdamHyper<T> adam_hyper(double lr, double beta1, double beta2, double eps
 /// One element (or batch) of the Adam / AdamW update: p, m (exp_avg), v (exp_avg_sq) in place.
 template <class V, class T>
 GRADLAB_HD inline void adam_update(const AdamHyper<T>& h, V& p, V g, V& m, V& v) {
+  GRADLAB_FP_CONTRACT_OFF_
   if (h.coupled_wd) g = g + p * V(h.wd);
   if (h.decoupled) p = p * V(h.decay);
   m = m * V(h.b1) + g * V(h.one_minus_b1);
@@ -93,3 +109,5 @@ GRADLAB_HD inline void adam_update(const AdamHyper<T>& h, V& p, V g, V& m, V& v)
 }
 
 }  // namespace gradlab::math
+
+#undef GRADLAB_FP_CONTRACT_OFF_

@@ -329,13 +329,11 @@ int64_t f16_to_f32(const uint16_t*, float*, int64_t) { return 0; }
 // ---- fused optimizer updates: math/optim.hpp's lines on batches ------------------------------
 // Only +, *, / and sqrt (each one IEEE rounding, no fma: see math/optim.hpp), so a lane gives
 // the bits the scalar tail (backend/cpu/optim.cpp) and the composite update give.
-// NOTE: GCC contracts a * b + c to an fma by default in C++ (-ffp-contract=fast; only ISO C
-// modes turn it off), also on xsimd batches (their operators are vector-extension + and *), and
-// the level files have -mfma: 45 of 65537 float64 SGD updates came out 1 ulp off the composite.
-// So these two bodies are compiled with contraction off (what is inlined into them follows).
-#define GRADLAB_VEC_NO_CONTRACT __attribute__((optimize("fp-contract=off")))
+// NOTE: GCC contracts a * b + c to an fma by default, xsimd batches included, and the level files
+// have -mfma: without GRADLAB_NO_FP_CONTRACT, 45 of 65537 float64 SGD updates came out 1 ulp off
+// the composite (prop_optim caught it).
 template <class T>
-GRADLAB_VEC_NO_CONTRACT int64_t sgd_body(const math::SgdHyper<T>& h, T* p, const T* g, T* buf, int64_t n) {
+GRADLAB_NO_FP_CONTRACT int64_t sgd_body(const math::SgdHyper<T>& h, T* p, const T* g, T* buf, int64_t n) {
   using B = xsimd::batch<T, Arch>;
   constexpr int64_t W = static_cast<int64_t>(B::size);
   const bool read_buf = h.use_mom && !h.first_step;
@@ -351,7 +349,7 @@ GRADLAB_VEC_NO_CONTRACT int64_t sgd_body(const math::SgdHyper<T>& h, T* p, const
 }
 
 template <class T>
-GRADLAB_VEC_NO_CONTRACT int64_t adam_body(const math::AdamHyper<T>& h, T* p, const T* g, T* m, T* v, int64_t n) {
+GRADLAB_NO_FP_CONTRACT int64_t adam_body(const math::AdamHyper<T>& h, T* p, const T* g, T* m, T* v, int64_t n) {
   using B = xsimd::batch<T, Arch>;
   constexpr int64_t W = static_cast<int64_t>(B::size);
   int64_t i = 0;
@@ -364,7 +362,6 @@ GRADLAB_VEC_NO_CONTRACT int64_t adam_body(const math::AdamHyper<T>& h, T* p, con
   }
   return i;
 }
-#undef GRADLAB_VEC_NO_CONTRACT
 
 }  // namespace
 
