@@ -23,6 +23,7 @@
 #include "cuda_env.hpp"
 #include "gradlab/core/cuda.hpp"
 #include "gradlab/backend/cuda/tiled_matmul.hpp"
+#include "gradlab/backend/kernels.hpp"
 #include "gradlab/nn/functional.hpp"
 #include "gradlab/ops/nn_ops.hpp"
 #include "gradlab/optim/adam.hpp"
@@ -549,12 +550,18 @@ Tensor fake_grad(const Tensor& p_cpu, int t) {
   return from_vector(v, p_cpu.sizes(), dtype(p_cpu.dtype()));
 }
 
-// Runs `steps` steps of the same optimizer on CPU parameters (composite update, the reference)
-// and on CUDA copies (fused kernel where it applies), comparing the parameters after each step.
+// Runs `steps` steps of the same optimizer on CPU parameters (composite update, the reference:
+// kern::set_cpu_fused_step(false)) and on CUDA copies (fused kernel where it applies), comparing
+// the parameters after each step.
 // exact: on the emulator the fused kernel must reproduce the composite bit for bit.
 template <class Opt, class Options>
 void check_optimizer(const Options& o, ScalarType dt, bool expect_fused, const std::string& what) {
   SCOPED_TRACE(what + " " + to_string(dt));
+  // The CPU side is the composite (CPU parameters take the fused update by default).
+  struct CompositeOnCpu {
+    bool was = kern::set_cpu_fused_step(false);
+    ~CompositeOnCpu() { kern::set_cpu_fused_step(was); }
+  } composite_on_cpu;
   const Tensor a0 = rnd({3, 33}, dt, 71), b0 = rnd({5}, dt, 72);
   std::vector<Tensor> pc = {cpu_leaf(a0, true), cpu_leaf(b0, true)};
   std::vector<Tensor> pg = {to_cuda_leaf(a0, true), to_cuda_leaf(b0, true)};

@@ -4,8 +4,10 @@
 #include "gradlab/backend/kernels.hpp"
 
 #include <algorithm>
+#include <atomic>
 
 #include "gradlab/backend/cpu/bf16_native.hpp"
+#include "gradlab/backend/cpu/optim.hpp"
 #include "gradlab/backend/cuda/exec.hpp"
 #include "gradlab/backend/cuda/gpu.hpp"
 #include "gradlab/backend/cuda/runtime.hpp"
@@ -475,24 +477,40 @@ const bool kCoreKernelsRegistered = (dispatch::set_core_kernels({&copy, &fill}),
 
 }  // namespace gradlab::kern
 
-// ---- fused optimizer updates (CUDA only) ---------------------------------------------------------
+// ---- fused optimizer updates ------------------------------------------------------------------------
+// CUDA: backend/cuda/optim.cuh, any strides. CPU: backend/cpu/optim.cpp, contiguous tensors only
+// (anything else: the caller's composite update). Both run math/optim.hpp's lines.
 
 namespace gradlab::kern {
 
 namespace {
+std::atomic<bool> g_cpu_fused_step{true};
+
 bool same_float_cuda(const Tensor& p, const Tensor& t) {
   return t.defined() && t.is_cuda() && t.device() == p.device() && t.dtype() == p.dtype() && t.sizes() == p.sizes();
 }
+// t can be written / read beside p by the fused kernel of p's device.
+bool fused_operand(const Tensor& p, const Tensor& t) {
+  return p.is_cuda() ? same_float_cuda(p, t) : cpu::fused_step_operand(p, t);
+}
 }  // namespace
 
+bool set_cpu_fused_step(bool on) { return g_cpu_fused_step.exchange(on); }
+
 bool fused_step_supported(const Tensor& p, const Tensor& grad) {
-  return p.defined() && p.is_cuda() && (p.dtype() == kFloat32 || p.dtype() == kFloat64) && same_float_cuda(p, grad);
+  if (!p.defined() || (p.dtype() != kFloat32 && p.dtype() != kFloat64)) return false;
+  if (!p.is_cuda() && !g_cpu_fused_step.load(std::memory_order_relaxed)) return false;
+  return fused_operand(p, p) && fused_operand(p, grad);
 }
 
 bool sgd_step_(const Tensor& p, const Tensor& grad, const Tensor& momentum_buf, double lr, double momentum,
                double dampening, double weight_decay, bool nesterov, bool first_step) {
   if (!fused_step_supported(p, grad)) return false;
-  if (momentum != 0 && !same_float_cuda(p, momentum_buf)) return false;
+  if (momentum != 0 && !fused_operand(p, momentum_buf)) return false;
+  if (!p.is_cuda()) {
+    cpu::sgd_step_(p, grad, momentum_buf, lr, momentum, dampening, weight_decay, nesterov, first_step);
+    return true;
+  }
   on_cuda([&]<class X>() {
     gpu::Optim<X>::sgd_step_(p, grad, momentum_buf, lr, momentum, dampening, weight_decay, nesterov, first_step);
   });
@@ -501,7 +519,11 @@ bool sgd_step_(const Tensor& p, const Tensor& grad, const Tensor& momentum_buf, 
 
 bool adam_step_(const Tensor& p, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq, double lr,
                 double beta1, double beta2, double eps, double weight_decay, double step, bool decoupled) {
-  if (!fused_step_supported(p, grad) || !same_float_cuda(p, exp_avg) || !same_float_cuda(p, exp_avg_sq)) return false;
+  if (!fused_step_supported(p, grad) || !fused_operand(p, exp_avg) || !fused_operand(p, exp_avg_sq)) return false;
+  if (!p.is_cuda()) {
+    cpu::adam_step_(p, grad, exp_avg, exp_avg_sq, lr, beta1, beta2, eps, weight_decay, step, decoupled);
+    return true;
+  }
   on_cuda([&]<class X>() {
     gpu::Optim<X>::adam_step_(p, grad, exp_avg, exp_avg_sq, lr, beta1, beta2, eps, weight_decay, step, decoupled);
   });

@@ -61,17 +61,22 @@ Tensor cross_entropy_backward(const Tensor& logits, const Tensor& lse, const Ten
 
 namespace gradlab::kern {
 
-/// True when the fused optimizer kernels below take this parameter: a CUDA float32/float64 p
-/// with a gradient of the same dtype on the same device. (CPU parameters keep the composite
-/// update of optim/optimizers.cpp, which is what the PyTorch reference checks run.)
+/// True when the fused optimizer kernels below take this parameter: a float32/float64 p with a
+/// gradient of the same dtype, shape and device; on the CPU both contiguous (and the CPU switch
+/// below on). Otherwise optim/optimizers.cpp runs its composite update (the reference).
 bool fused_step_supported(const Tensor& p, const Tensor& grad);
-/// Fused SGD update, in place (gpu::Optim::sgd_step_); momentum_buf (same dtype and device)
-/// may be undefined when momentum == 0. Returns false, touching nothing, when
+/// Turns the fused update of CPU parameters on or off (on by default) and returns the previous
+/// setting: off, every CPU parameter takes the composite update, the oracle the checks compare
+/// the fused one to (checks/optim/fused_step_test.cpp, checks/cuda). CUDA parameters keep theirs.
+bool set_cpu_fused_step(bool on);
+/// Fused SGD update, in place (gpu::Optim::sgd_step_, cpu::sgd_step_); momentum_buf (same dtype,
+/// shape and device; contiguous on the CPU) may be undefined when momentum == 0. Returns false, touching nothing, when
 /// fused_step_supported is false: the caller then runs the composite update.
 bool sgd_step_(const Tensor& p, const Tensor& grad, const Tensor& momentum_buf, double lr, double momentum,
                double dampening, double weight_decay, bool nesterov, bool first_step);
 /// Fused Adam (decoupled = false) / AdamW (decoupled = true) update, in place; `step` is the
-/// incremented step count. No amsgrad. Returns false, touching nothing, when not supported.
+/// incremented step count. No amsgrad. Returns false, touching nothing, when not supported
+/// (exp_avg / exp_avg_sq as momentum_buf above).
 bool adam_step_(const Tensor& p, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq, double lr,
                 double beta1, double beta2, double eps, double weight_decay, double step, bool decoupled);
 

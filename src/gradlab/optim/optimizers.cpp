@@ -1,8 +1,12 @@
 // SGD, Adam, AdamW, RMSprop, Adagrad: each step_group is PyTorch's single-tensor update written with
-// gradlab's in-place ops (run under NoGradGuard by Optimizer::step).
-// On a CUDA parameter, SGD / Adam / AdamW run the same formula as one fused kernel
-// (backend/cuda/optim.cuh) unless an option it does not cover is set (maximize, amsgrad); CPU
-// parameters always take the composite path, which stays the reference for the fused one.
+// gradlab's in-place ops (run under NoGradGuard by Optimizer::step): the composite path.
+// SGD / Adam / AdamW first try the same formula as one fused pass (backend/math/optim.hpp): a
+// kernel on a CUDA parameter (backend/cuda/optim.cuh), a vectorized loop over the intra-op
+// threads on a contiguous float32 / float64 CPU parameter whose grad and state are contiguous and
+// of its dtype (backend/cpu/optim.cpp). Anything else (maximize, amsgrad, strided or half
+// tensors, mixed dtypes) takes the composite path, which stays the reference for the fused one:
+// on the CPU it gives the same bits (kern::set_cpu_fused_step(false) turns the fused path off;
+// checks/optim/fused_step_test.cpp compares the two).
 
 #include <cmath>
 #include <functional>
@@ -41,7 +45,8 @@ void check_nonneg(const char* opt, const char* what, double v) {
 // The (maybe negated) gradient of p.
 Tensor grad_of(const Tensor& p, bool maximize) { return maximize ? -p.grad() : p.grad(); }
 
-// After a fused kernel wrote these tensors in place: bump their versions, as add_/mul_ would.
+// After a fused kernel wrote these tensors in place: bump their versions, as add_/mul_ would
+// (once each: the composite bumps some twice; a saved-tensor check only asks "changed?").
 void wrote(std::initializer_list<const Tensor*> ts, const Site& site = Site::current()) {
   for (const Tensor* t : ts) t->impl()->storage->bump_version(site);
 }
@@ -75,7 +80,7 @@ void adam_core(Tensor& p, const Tensor& g, ParamState& st, double lr, double bet
   p.add_(exp_avg / denom, -step_size);
 }
 
-// Adam / AdamW as one kernel (CUDA parameters without amsgrad or maximize); false: not taken.
+// Adam / AdamW as one fused pass (kern::adam_step_; not with amsgrad or maximize); false: not taken.
 bool fused_adam(Tensor& p, bool maximize, bool amsgrad, ParamState& st, double lr, double beta1,
                 double beta2, double eps, double wd, double step, bool decoupled) {
   if (maximize || amsgrad) return false;

@@ -73,8 +73,9 @@ struct DeviceExec;
 
 namespace gradlab::gpu {
 
-/// optim.cuh — fused optimizer updates, one kernel per parameter and step (no CPU kernel: the
-/// composite update in optim/optimizers.cpp is the reference). p and every state tensor are
+/// optim.cuh — fused optimizer updates, one kernel per parameter and step, running
+/// math/optim.hpp's formula (as the CPU's fused loop, backend/cpu/optim.cpp, does; the composite
+/// update in optim/optimizers.cpp is the reference for both). p and every state tensor are
 /// updated in place; all share p's dtype (float32 or float64), any strides.
 template <class X>
 struct Optim {

@@ -324,12 +324,50 @@ int64_t f16_from_f32(const float*, uint16_t*, int64_t) { return 0; }  // scalar 
 int64_t f16_to_f32(const uint16_t*, float*, int64_t) { return 0; }
 #endif
 
+// ---- fused optimizer updates: math/optim.hpp's lines on batches ------------------------------
+// Only +, *, / and sqrt (each one IEEE rounding, no fma: see math/optim.hpp), so a lane gives
+// the bits the scalar tail (backend/cpu/optim.cpp) and the composite update give.
+// NOTE: GCC contracts a * b + c to an fma by default, xsimd batches included, and the level files
+// have -mfma: without GRADLAB_NO_FP_CONTRACT, 45 of 65537 float64 SGD updates came out 1 ulp off
+// the composite (prop_optim caught it).
+template <class T>
+GRADLAB_NO_FP_CONTRACT int64_t sgd_body(const math::SgdHyper<T>& h, T* p, const T* g, T* buf, int64_t n) {
+  using B = xsimd::batch<T, Arch>;
+  constexpr int64_t W = static_cast<int64_t>(B::size);
+  const bool read_buf = h.use_mom && !h.first_step;
+  int64_t i = 0;
+  for (; i + W <= n; i += W) {
+    B pv = B::load_unaligned(p + i);
+    B b = read_buf ? B::load_unaligned(buf + i) : B(T(0));
+    math::sgd_update(h, pv, B::load_unaligned(g + i), b);
+    if (h.use_mom) b.store_unaligned(buf + i);
+    pv.store_unaligned(p + i);
+  }
+  return i;
+}
+
+template <class T>
+GRADLAB_NO_FP_CONTRACT int64_t adam_body(const math::AdamHyper<T>& h, T* p, const T* g, T* m, T* v, int64_t n) {
+  using B = xsimd::batch<T, Arch>;
+  constexpr int64_t W = static_cast<int64_t>(B::size);
+  int64_t i = 0;
+  for (; i + W <= n; i += W) {
+    B pv = B::load_unaligned(p + i), mv = B::load_unaligned(m + i), vv = B::load_unaligned(v + i);
+    math::adam_update(h, pv, B::load_unaligned(g + i), mv, vv);
+    mv.store_unaligned(m + i);
+    vv.store_unaligned(v + i);
+    pv.store_unaligned(p + i);
+  }
+  return i;
+}
+
 }  // namespace
 
 extern const Kernels GRADLAB_VEC_TABLE;
 const Kernels GRADLAB_VEC_TABLE = {
     GRADLAB_VEC_NAME, unary_any<float>, unary_any<double>, binary_any<float>, binary_any<double>,
     bf16_from_f32,    bf16_to_f32,      f16_from_f32,      f16_to_f32,
+    sgd_body<float>,  sgd_body<double>, adam_body<float>,  adam_body<double>,
 };
 
 }  // namespace gradlab::cpu::vec

@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "gradlab/backend/math/elementwise.hpp"
+#include "gradlab/backend/math/optim.hpp"
 
 namespace gradlab::cpu::vec {
 
@@ -36,6 +37,13 @@ struct Kernels {
   int64_t (*bf16_to_f32)(const uint16_t* x, float* y, int64_t n);
   int64_t (*f16_from_f32)(const float* x, uint16_t* y, int64_t n);
   int64_t (*f16_to_f32)(const uint16_t* x, float* y, int64_t n);
+  // The fused optimizer updates (math/optim.hpp), in place on contiguous arrays; buf is read
+  // only when h.use_mom && !h.first_step, written only when h.use_mom (else it may be null).
+  int64_t (*sgd_f32)(const math::SgdHyper<float>& h, float* p, const float* g, float* buf, int64_t n);
+  int64_t (*sgd_f64)(const math::SgdHyper<double>& h, double* p, const double* g, double* buf, int64_t n);
+  int64_t (*adam_f32)(const math::AdamHyper<float>& h, float* p, const float* g, float* m, float* v, int64_t n);
+  int64_t (*adam_f64)(const math::AdamHyper<double>& h, double* p, const double* g, double* m, double* v,
+                      int64_t n);
 };
 
 /// The best level this CPU (and OS) runs.
@@ -58,6 +66,23 @@ inline int64_t binary(const Kernels& k, math::Binary op, const float* a, bool sa
 inline int64_t binary(const Kernels& k, math::Binary op, const double* a, bool sa, const double* b, bool sb,
                       double* out, int64_t n) {
   return k.binary_f64(op, a, sa, b, sb, out, n);
+}
+
+inline int64_t sgd(const Kernels& k, const math::SgdHyper<float>& h, float* p, const float* g, float* buf,
+                   int64_t n) {
+  return k.sgd_f32(h, p, g, buf, n);
+}
+inline int64_t sgd(const Kernels& k, const math::SgdHyper<double>& h, double* p, const double* g, double* buf,
+                   int64_t n) {
+  return k.sgd_f64(h, p, g, buf, n);
+}
+inline int64_t adam(const Kernels& k, const math::AdamHyper<float>& h, float* p, const float* g, float* m, float* v,
+                    int64_t n) {
+  return k.adam_f32(h, p, g, m, v, n);
+}
+inline int64_t adam(const Kernels& k, const math::AdamHyper<double>& h, double* p, const double* g, double* m,
+                    double* v, int64_t n) {
+  return k.adam_f64(h, p, g, m, v, n);
 }
 
 // The level tables, defined in vec_<level>.cpp (reach them through kernels_for); kAvx2 and
