@@ -13,22 +13,10 @@ set_tests_properties(op_traits_planted_control PROPERTIES LABELS unit TIMEOUT 12
 
 # ---- the elementwise kernels at each forced capability level (GRADLAB_CPU_CAPABILITY) ------------
 # check_ops' elementwise tests (the ulp table, the half conversions, the unary / binary examples)
-# and the op table's forward-vs-reference property (prop_testing) once per level. A level this
-# CPU does not run is skipped: the library says so on stderr and ctest matches that line.
-foreach(_cap default avx2 avx512)
-  add_test(NAME capability_${_cap}_elementwise
-    COMMAND "${CMAKE_COMMAND}" -E env GRADLAB_CPU_CAPABILITY=${_cap} "$<TARGET_FILE:check_ops>"
-            "--gtest_filter=VecMath.*:VecHalf.*:Unary.*:Binary.*")
-  set_tests_properties(capability_${_cap}_elementwise PROPERTIES LABELS unit TIMEOUT 300
-    SKIP_REGULAR_EXPRESSION "this CPU runs at most")
-  if(TARGET prop_testing)
-    add_test(NAME capability_${_cap}_op_table_reference
-      COMMAND "${CMAKE_COMMAND}" -E env GRADLAB_CPU_CAPABILITY=${_cap} "$<TARGET_FILE:prop_testing>"
-              "--gtest_filter=OpTable/Reference.*:OpTable/HalfParity.*:OpTable/Gradcheck.*")
-    set_tests_properties(capability_${_cap}_op_table_reference PROPERTIES LABELS property TIMEOUT 600
-      SKIP_REGULAR_EXPRESSION "this CPU runs at most" ENVIRONMENT "${GRADLAB_TEST_ENV}")
-  endif()
-endforeach()
+# and the op table's forward-vs-reference property (prop_testing) once per level.
+gradlab_capability_tests(elementwise check_ops "VecMath.*:VecHalf.*:Unary.*:Binary.*" unit 300)
+gradlab_capability_tests(op_table_reference prop_testing
+  "OpTable/Reference.*:OpTable/HalfParity.*:OpTable/Gradcheck.*" property 600 WITH_ENV)
 
 # ---- the AVX levels' objects share no code with baseline files (tools/check_vec_symbols.sh) ------
 set(_vec_objects "${PROJECT_BINARY_DIR}/CMakeFiles/gradlab.dir/src/gradlab/backend/cpu/vec")
@@ -47,17 +35,5 @@ set_tests_properties(capability_unknown_name_is_reported PROPERTIES LABELS unit 
 # ---- the sum / max / min kernels at each forced capability level (vec/reduce.hpp) ---------------
 # check_ops' ReduceLevels.* (each level's kernels, and the public sums at the forced level) and
 # prop_core's thread-count identity, once per level; a level this CPU lacks is skipped.
-foreach(_cap default avx2 avx512)
-  add_test(NAME capability_${_cap}_reduce
-    COMMAND "${CMAKE_COMMAND}" -E env GRADLAB_CPU_CAPABILITY=${_cap} "$<TARGET_FILE:check_ops>"
-            "--gtest_filter=ReduceLevels.*:Reduce*")
-  set_tests_properties(capability_${_cap}_reduce PROPERTIES LABELS unit TIMEOUT 300
-    SKIP_REGULAR_EXPRESSION "this CPU runs at most")
-  if(TARGET prop_core)
-    add_test(NAME capability_${_cap}_threads_identity
-      COMMAND "${CMAKE_COMMAND}" -E env GRADLAB_CPU_CAPABILITY=${_cap} "$<TARGET_FILE:prop_core>"
-              "--gtest_filter=Threads.*")
-    set_tests_properties(capability_${_cap}_threads_identity PROPERTIES LABELS property TIMEOUT 600
-      SKIP_REGULAR_EXPRESSION "this CPU runs at most" ENVIRONMENT "${GRADLAB_TEST_ENV}")
-  endif()
-endforeach()
+gradlab_capability_tests(reduce check_ops "ReduceLevels.*:Reduce*" unit 300)
+gradlab_capability_tests(threads_identity prop_core "Threads.*" property 600 WITH_ENV)
