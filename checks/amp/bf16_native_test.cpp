@@ -346,8 +346,9 @@ struct Threads {
 // relu and its gradient on CPU bfloat16 run on the 16-bit data in one pass (backend/cpu/nn.cpp):
 // every one of the 65536 bit patterns as y (and x), each paired with another pattern as the
 // gradient (NaNs signalling and quiet, ±0, ±inf, subnormals), thresholds 0, ±1.5 and 0.1 (not a
-// bfloat16: compared in float32), contiguous and transposed, 1 and 2 threads: the bits of the
-// float32 kernel on the widened tensors, rounded once. Also through autograd (relu's backward).
+// bfloat16: compared in float32), contiguous, transposed and an odd slice, 1 and 2 threads: the
+// bits of the float32 kernel on the widened tensors, rounded once. Also through autograd (relu's
+// backward). The vector code differs per level: run under GRADLAB_CPU_CAPABILITY=default|avx2 too.
 TEST(Bf16Native, ReluAndItsGradientOnBf16BitsAreTheFloat32Bits) {
   std::vector<uint16_t> ybits(65536), gbits(65536);
   std::iota(ybits.begin(), ybits.end(), uint16_t{0});
@@ -355,9 +356,12 @@ TEST(Bf16Native, ReluAndItsGradientOnBf16BitsAreTheFloat32Bits) {
   for (int threads : {1, 2}) {
     Threads t(threads);
     const Tensor y = bf16_from_bits(ybits).reshape({256, 256}), g = bf16_from_bits(gbits).reshape({256, 256});
-    for (bool transposed : {false, true}) {
-      const Tensor yy = transposed ? y.t() : y, gg = transposed ? g.t() : g;
-      const std::string at = "threads=" + std::to_string(threads) + (transposed ? " transposed" : "");
+    // contiguous, transposed, and a flat slice of odd length at an odd offset (the vector
+    // code's tail and misaligned loads)
+    for (int layout : {0, 1, 2}) {
+      auto lay = [&](const Tensor& t) { return layout == 0 ? t : layout == 1 ? t.t() : t.reshape({65536}).narrow(0, 3, 65531); };
+      const Tensor yy = lay(y), gg = lay(g);
+      const std::string at = "threads=" + std::to_string(threads) + " layout=" + std::to_string(layout);
       EXPECT_EQ(first_difference(relu(yy), relu(yy.to(kFloat32)).to(kBFloat16)), -1) << "relu " << at;
       for (double th : {0.0, 1.5, -1.5, 0.1}) {
         const Tensor got = threshold_backward(gg, yy, th);

@@ -6,12 +6,12 @@
 #include "gradlab/backend/math/nn.hpp"
 
 #include <cmath>
-#include <cstring>
 #include <limits>
 
 #include "gradlab/backend/cpu/cpu.hpp"
 #include "gradlab/backend/cpu/loops.hpp"
 #include "gradlab/backend/cpu/parallel.hpp"
+#include "gradlab/backend/cpu/vec/vec.hpp"
 #include "gradlab/core/half.hpp"
 
 namespace gradlab::cpu {
@@ -57,29 +57,12 @@ void add_bias_rows_(Tensor& out, const Tensor& bias_in) {
   });
 }
 
-// bfloat16 grad and y: each element widened, the float32 formula, rounded back, in one pass
-// over the 16-bit data (no float32 copies). Bit for bit what the float32 kernel on widened copies
-// gives: widening is exact (bits << 16) and the select returns dy itself or +0, so the rounding
-// changes nothing but a signalling NaN's quiet bit, as it does there. Vectorizes (the shifts,
-// the compare and the rounding's integer adds are plain lane operations).
-namespace {
-// core/half.hpp's bf16_to_float / bf16_from_float written without a branch or a call, so the
-// loop below vectorizes (the early return for NaN kept GCC from it: 6.5% of a fallback CNN step).
-// The same bits: checked against those on every kind of value (checks/amp/bf16_native_test.cpp).
-inline float widen_bf16(uint16_t b) {
-  const uint32_t u = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-inline uint16_t round_bf16(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  const uint32_t rounded = (x + 0x7FFFu + ((x >> 16) & 1u)) >> 16, quiet = (x >> 16) | 0x40u;
-  return static_cast<uint16_t>((x & 0x7FFFFFFFu) > 0x7F800000u ? quiet : rounded);  // NaN stays NaN
-}
-}  // namespace
-
+// bfloat16 relu and its gradient in one pass over the 16-bit data (no float32 copies): each
+// element widened, math's float32 formula, rounded back, so bit for bit what the float32 kernel
+// on widened copies gives (for the gradient the select returns dy itself or +0: the rounding
+// changes nothing but a signalling NaN's quiet bit, as there). The level's vector code
+// (vec::Kernels::bf16_threshold_grad / bf16_relu, 16 lanes at AVX-512) does the bulk of each
+// range, core/half.hpp's conversions the tail.
 Tensor threshold_backward_bf16(const Tensor& grad_in, const Tensor& y_in, double threshold) {
   const Tensor g = contiguous(grad_in), y = contiguous(y_in);
   Tensor dx = make_tensor(g.sizes(), kBFloat16);
@@ -87,23 +70,24 @@ Tensor threshold_backward_bf16(const Tensor& grad_in, const Tensor& y_in, double
   const BFloat16* py = ptr<const BFloat16>(y);
   BFloat16* d = ptr<BFloat16>(dx);
   const float th = static_cast<float>(threshold);
+  const vec::Kernels& k = vec::kernels();
   parallel_elements(g.numel(), [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      const float r = math::threshold_grad(widen_bf16(pg[i].bits), widen_bf16(py[i].bits), th);
-      d[i].bits = round_bf16(r);
-    }
+    const int64_t m = b + k.bf16_threshold_grad(&pg[b].bits, &py[b].bits, &d[b].bits, e - b, th);
+    for (int64_t i = m; i < e; ++i)
+      d[i] = bf16_from_float(math::threshold_grad(bf16_to_float(pg[i]), bf16_to_float(py[i]), th));
   });
   return dx;
 }
 
-// relu on bfloat16 the same way: widen, math's formula, round, element by element in one pass.
 Tensor relu_bf16(const Tensor& x_in) {
   const Tensor x = contiguous(x_in);
   Tensor y = make_tensor(x.sizes(), kBFloat16);
   const BFloat16* px = ptr<const BFloat16>(x);
   BFloat16* py = ptr<BFloat16>(y);
+  const vec::Kernels& k = vec::kernels();
   parallel_elements(x.numel(), [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) py[i].bits = round_bf16(math::ReluFn{}(widen_bf16(px[i].bits), 0.0f, 0.0f));
+    const int64_t m = b + k.bf16_relu(&px[b].bits, &py[b].bits, e - b);
+    for (int64_t i = m; i < e; ++i) py[i] = bf16_from_float(math::ReluFn{}(bf16_to_float(px[i]), 0.0f, 0.0f));
   });
   return y;
 }
