@@ -18,11 +18,14 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <numeric>
 #include <strings.h>
 #include <string>
 
 #include "gradlab/backend/cpu/bf16_native.hpp"
 #include "gradlab/backend/cpu/conv_onednn.hpp"
+#include "gradlab/backend/kernels.hpp"
+#include "gradlab/core/tensor_impl.hpp"
 #include "gradlab/gradlab.hpp"
 
 namespace {
@@ -308,6 +311,129 @@ TEST(Bf16Native, BlockedHalfElementwiseIsBitExact) {
     pooled32.backward(gp.to(kFloat32));
     EXPECT_TRUE(equal(pooled.detach(), pooled32.detach().to(dt))) << to_string(dt);
     EXPECT_TRUE(equal(img.grad(), img32.grad().to(dt))) << to_string(dt);
+  }
+}
+
+// ---- the fallback's one-pass kernels: bit for bit the formula (widen, float32, round once) --------
+// A bfloat16 tensor from raw bits, and its bits back (any layout).
+Tensor bf16_from_bits(const std::vector<uint16_t>& bits) {
+  Tensor t = make_tensor({static_cast<int64_t>(bits.size())}, kBFloat16);
+  std::memcpy(t.impl()->data(), bits.data(), bits.size() * 2);
+  return t;
+}
+std::vector<uint16_t> bits_of(const Tensor& t) {
+  const Tensor c = t.contiguous();
+  std::vector<uint16_t> b(static_cast<size_t>(c.numel()));
+  std::memcpy(b.data(), c.impl()->data(), b.size() * 2);
+  return b;
+}
+// Index of the first element whose bits differ (-1: none), for the failure message.
+int64_t first_difference(const Tensor& a, const Tensor& b) {
+  const std::vector<uint16_t> x = bits_of(a), y = bits_of(b);
+  if (x.size() != y.size()) return 0;
+  for (size_t i = 0; i < x.size(); ++i)
+    if (x[i] != y[i]) return static_cast<int64_t>(i);
+  return -1;
+}
+
+// set_num_threads(n) for one scope.
+struct Threads {
+  int before;
+  explicit Threads(int n) : before(get_num_threads()) { set_num_threads(n); }
+  ~Threads() { set_num_threads(before); }
+};
+
+// relu and its gradient on CPU bfloat16 run on the 16-bit data in one pass (backend/cpu/nn.cpp):
+// every one of the 65536 bit patterns as y (and x), each paired with another pattern as the
+// gradient (NaNs signalling and quiet, ±0, ±inf, subnormals), thresholds 0, ±1.5 and 0.1 (not a
+// bfloat16: compared in float32), contiguous, transposed and an odd slice, 1 and 2 threads: the
+// bits of the float32 kernel on the widened tensors, rounded once. Also through autograd (relu's
+// backward). The vector code differs per level: run under GRADLAB_CPU_CAPABILITY=default|avx2 too.
+TEST(Bf16Native, ReluAndItsGradientOnBf16BitsAreTheFloat32Bits) {
+  std::vector<uint16_t> ybits(65536), gbits(65536);
+  std::iota(ybits.begin(), ybits.end(), uint16_t{0});
+  for (uint32_t i = 0; i < 65536; ++i) gbits[i] = static_cast<uint16_t>(i * 40503u + 7u);  // odd: a permutation
+  for (int threads : {1, 2}) {
+    Threads t(threads);
+    const Tensor y = bf16_from_bits(ybits).reshape({256, 256}), g = bf16_from_bits(gbits).reshape({256, 256});
+    // contiguous, transposed, and a flat slice of odd length at an odd offset (the vector
+    // code's tail and misaligned loads)
+    for (int layout : {0, 1, 2}) {
+      auto lay = [&](const Tensor& t) { return layout == 0 ? t : layout == 1 ? t.t() : t.reshape({65536}).narrow(0, 3, 65531); };
+      const Tensor yy = lay(y), gg = lay(g);
+      const std::string at = "threads=" + std::to_string(threads) + " layout=" + std::to_string(layout);
+      EXPECT_EQ(first_difference(relu(yy), relu(yy.to(kFloat32)).to(kBFloat16)), -1) << "relu " << at;
+      for (double th : {0.0, 1.5, -1.5, 0.1}) {
+        const Tensor got = threshold_backward(gg, yy, th);
+        const Tensor want = threshold_backward(gg.to(kFloat32), yy.to(kFloat32), th).to(kBFloat16);
+        ASSERT_EQ(got.dtype(), kBFloat16);
+        EXPECT_EQ(first_difference(got, want), -1) << "threshold " << th << " " << at;
+      }
+    }
+    Tensor x = y.detach().requires_grad_(true);
+    Tensor r = relu(x);
+    r.backward(g);
+    EXPECT_EQ(first_difference(x.grad(), where(y.to(kFloat32) > 0, g.to(kFloat32), zeros({256, 256})).to(kBFloat16)),
+              -1) << "autograd, threads=" << threads;
+  }
+}
+
+// conv2d's three gradients from one bfloat16 dy on the fallback (kern::conv2d_backward: dy
+// widened once per chunk of images for dx, dW and db): dx and dW bit for bit the separate
+// kernels' (kern::conv2d_backward_input / _weight, the chunked fallback before), db the float32
+// kernel's on the whole widened dy rounded once (also from kern::conv2d_backward_bias, chunked
+// its own way); batches of 1 to 3 chunks, groups, stride / padding / dilation, a channels-last
+// x, only some gradients wanted, 1 and 2 threads.
+TEST(Bf16Native, FallbackConvGradientsShareOneWidenedDyBitExactly) {
+  manual_seed(16);
+  Native guard(false);
+  struct Case {
+    int64_t N, C, O, H, W, k, stride, pad, dil, groups;
+    bool channels_last;
+  };
+  // 16 x 32 x 32 outputs: 2^17-element chunks of 8 images (backend/kernels.cpp, conv_by_images)
+  const Case cases[] = {{17, 8, 16, 32, 32, 3, 1, 1, 1, 1, false}, {17, 3, 16, 32, 32, 3, 1, 1, 1, 1, true},
+                        {3, 6, 4, 9, 11, 3, 2, 2, 2, 2, false},     {1, 1, 1, 5, 5, 1, 1, 0, 1, 1, false},
+                        {9, 16, 16, 30, 30, 3, 1, 1, 1, 1, false}};
+  for (int threads : {1, 2}) {
+    Threads th(threads);
+    for (const Case& c : cases) {
+      const Tensor x = (c.channels_last ? randn({c.N, c.H, c.W, c.C}).permute({0, 3, 1, 2})
+                                        : randn({c.N, c.C, c.H, c.W})).to(kBFloat16);
+      const Tensor w = randn({c.O, c.C / c.groups, c.k, c.k}).to(kBFloat16), b = randn({c.O}).to(kBFloat16);
+      kern::Conv2dGeom g;
+      g.N = c.N, g.C = c.C, g.H = c.H, g.W = c.W, g.O = c.O, g.groups = c.groups;
+      g.win = {c.k, c.k, c.stride, c.stride, c.pad, c.pad, c.dil, c.dil};
+      g.oh = g.win.out_h(c.H), g.ow = g.win.out_w(c.W);
+      const Tensor dy = randn({c.N, c.O, g.oh, g.ow}).to(kBFloat16);
+      const std::string at = "N=" + std::to_string(c.N) + " C=" + std::to_string(c.C) +
+                             " groups=" + std::to_string(c.groups) + " threads=" + std::to_string(threads);
+      const Tensor dx_want = kern::conv2d_backward_input(dy, w, Tensor(), g);
+      const Tensor dw_want = kern::conv2d_backward_weight(x, dy, g);
+      const Tensor db_want = cpu::conv2d_backward_bias(dy.to(kFloat32)).to(kBFloat16);
+      EXPECT_EQ(first_difference(kern::conv2d_backward_bias(dy), db_want), -1) << "db alone " << at;
+      const kern::Conv2dGrads all = kern::conv2d_backward(x, w, dy, g, true);
+      EXPECT_EQ(first_difference(all.dx, dx_want), -1) << "dx " << at;
+      EXPECT_EQ(first_difference(all.dw, dw_want), -1) << "dW " << at;
+      EXPECT_EQ(first_difference(all.db, db_want), -1) << "db " << at;
+      const kern::Conv2dGrads some = kern::conv2d_backward(Tensor(), w, dy, g, false);
+      EXPECT_FALSE(some.dw.defined());
+      EXPECT_FALSE(some.db.defined());
+      EXPECT_EQ(first_difference(some.dx, dx_want), -1) << "dx only " << at;
+      // the same through autograd: the conv node's backward under autocast (conv2d has no groups)
+      if (c.groups != 1) continue;
+      Tensor xl = x.detach().requires_grad_(true), wl = w.detach().requires_grad_(true),
+             bl = b.detach().requires_grad_(true);
+      Tensor y;
+      {
+        amp::autocast ac(kCPU);
+        y = F::conv2d(xl, wl, bl, {c.stride, c.stride}, {c.pad, c.pad}, {c.dil, c.dil});
+      }
+      y.backward(dy);
+      EXPECT_EQ(first_difference(xl.grad(), dx_want), -1) << "autograd dx " << at;
+      EXPECT_EQ(first_difference(wl.grad(), dw_want), -1) << "autograd dW " << at;
+      EXPECT_EQ(first_difference(bl.grad(), db_want), -1) << "autograd db " << at;
+    }
   }
 }
 

@@ -352,7 +352,7 @@ int main(int argc, char** argv) {
               "\"halves memory\" holds for activations only");
       const double step_ratio = static_cast<double>(pb.total) / static_cast<double>(pf.total);
       std::cout << "autocast step / float32 step peak: x" << fmt(step_ratio, 2) << "\n";
-      // Measured: x0.57 on every path (oneDNN's native bfloat16 on AVX-512 BF16, the float32
+      // Measured: x0.55 on every path (oneDNN's native bfloat16 on AVX-512 BF16, the float32
       // fallback under GRADLAB_BF16_NATIVE=0 or GRADLAB_CPU_CAPABILITY=avx2|default, whose float32
       // working copies are cache-sized blocks); x1.00 when nothing is cast.
       L.check(step_ratio > 0.5 && step_ratio < 0.8,

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <vector>
 
 #include "gradlab/backend/cpu/bf16_native.hpp"
 #include "gradlab/backend/cpu/optim.hpp"
@@ -151,6 +152,8 @@ void check_computable(const Tensor& t, const char* kernel) {
 
 Tensor unary(Unary op, const Tensor& x, double p0, double p1) {
   check_computable(x, "unary kernel");
+  // relu on CPU bfloat16: one pass over the 16-bit data, the same bits (cpu/nn.cpp)
+  if (op == Unary::Relu && x.defined() && x.dtype() == kBFloat16 && !x.is_cuda()) return cpu::relu_bf16(x);
   if (op == Unary::Relu && blockable(x))
     return blocked(x, [&](int64_t s, int64_t n) { return cpu::unary(op, wide(flat_block(x, s, n)), p0, p1); });
   if (is_low(x)) return narrow(unary(op, wide(x), p0, p1), x.dtype());
@@ -411,19 +414,54 @@ Tensor conv2d_backward_weight(const Tensor& x, const Tensor& dy, const Conv2dGeo
   }
   return cpu::conv2d_backward_weight(x, dy, g);
 }
+// db for a half dy, a few images at a time: each chunk widened and its rows added to float64
+// totals per channel (cpu::conv2d_bias_sums), in image order across chunks, so the result is
+// exactly the float32 kernel's on the whole widened dy, rounded once, for any chunking.
+Tensor half_bias_grad(const Tensor& dy, const std::vector<double>& totals) {
+  Tensor db = make_tensor({dy.size(1)}, kFloat32);
+  float* p = reinterpret_cast<float*>(db.impl()->data());
+  for (size_t o = 0; o < totals.size(); ++o) p[o] = static_cast<float>(totals[o]);
+  return narrow(db, dy.dtype());
+}
 Tensor conv2d_backward_bias(const Tensor& dy) {
   check_conv_cpu(dy);
-  if (is_low(dy) && dy.size(0) > 0) {  // a few images at a time; float32 partial sums, rounded once
-    Tensor acc;
-    by_slices(dy, [&](int64_t n0, int64_t n1) {
-      Tensor part = cpu::conv2d_backward_bias(wide(rows_of(dy, n0, n1)));
-      if (!acc.defined()) acc = part;
-      else cpu::binary_(Binary::Add, acc, part);
-    });
-    return narrow(acc, dy.dtype());
+  if (is_low(dy) && dy.dim() == 4) {
+    std::vector<double> totals(static_cast<size_t>(dy.size(1)), 0.0);
+    if (dy.size(0) > 0)
+      by_slices(dy, [&](int64_t n0, int64_t n1) { cpu::conv2d_bias_sums(wide(rows_of(dy, n0, n1)), totals.data()); });
+    return half_bias_grad(dy, totals);
   }
   if (is_low(dy)) return narrow(cpu::conv2d_backward_bias(wide(dy)), dy.dtype());
   return cpu::conv2d_backward_bias(dy);
+}
+// All three gradients of conv2d from one dy. A half dy on the fallback is widened once per chunk
+// of images and that float32 chunk serves dx, dW and db (separately, each widened it again: 3
+// passes over dy, ~6% of a fallback CNN step under perf). Chunks, calls and sums are the ones
+// conv2d_backward_input / _weight / _bias make, so the bits are theirs.
+Conv2dGrads conv2d_backward(const Tensor& x, const Tensor& weight, const Tensor& dy, const Conv2dGeom& g,
+                            bool need_bias) {
+  check_conv_cpu(dy);
+  const bool fallback = is_low(dy) && dy.dim() == 4 && !(dy.dtype() == kBFloat16 && cpu::bf16::native());
+  if (!fallback)
+    return {weight.defined() ? kern::conv2d_backward_input(dy, weight, Tensor(), g) : Tensor(),
+            x.defined() ? kern::conv2d_backward_weight(x, dy, g) : Tensor(),
+            need_bias ? kern::conv2d_backward_bias(dy) : Tensor()};
+  const ScalarType dt = dy.dtype();
+  const Tensor w = wide(weight);
+  Tensor dx = weight.defined() ? make_tensor({g.N, g.C, g.H, g.W}, dt) : Tensor(), dw;
+  std::vector<double> totals(need_bias ? static_cast<size_t>(g.O) : 0, 0.0);
+  conv_by_images(g, [&](int64_t n0, int64_t n1, const Conv2dGeom& gc) {
+    const Tensor dyc = wide(rows_of(dy, n0, n1));  // [n1 - n0, O, oh, ow] float32, in cache
+    if (dx.defined()) cpu::copy(rows_of(dx, n0, n1), cpu::conv2d_backward_input(dyc, w, Tensor(), gc));
+    if (x.defined()) {
+      Tensor part = cpu::conv2d_backward_weight(wide(rows_of(x, n0, n1)), dyc, gc);
+      if (!dw.defined()) dw = part;
+      else cpu::binary_(Binary::Add, dw, part);
+    }
+    if (need_bias) cpu::conv2d_bias_sums(dyc, totals.data());
+  });
+  if (x.defined() && !dw.defined()) dw = cpu::conv2d_backward_weight(wide(x), wide(dy), g);  // no images: zeros
+  return {dx, narrow(dw, dt), need_bias ? half_bias_grad(dy, totals) : Tensor()};
 }
 void add_bias_rows_(Tensor& out, const Tensor& bias) {
   if (blockable(out) && out.dim() == 2 && out.size(1) > 0) {  // in place, whole rows per block
@@ -445,6 +483,10 @@ void add_bias_rows_(Tensor& out, const Tensor& bias) {
   GRADLAB_ON(out, NN, add_bias_rows_(out, bias));
 }
 Tensor threshold_backward(const Tensor& grad, const Tensor& y, double threshold) {
+  // relu's gradient on CPU bfloat16: one pass over the 16-bit data, the same bits (cpu/nn.cpp)
+  if (grad.defined() && grad.dtype() == kBFloat16 && y.defined() && y.dtype() == kBFloat16 && !grad.is_cuda() &&
+      !y.is_cuda())
+    return cpu::threshold_backward(grad, y, threshold);
   if (blockable(grad) && y.is_contiguous() && y.dtype() == grad.dtype() && !y.is_cuda())
     return blocked(grad, [&](int64_t s, int64_t n) {
       return cpu::threshold_backward(wide(flat_block(grad, s, n)), wide(flat_block(y, s, n)), threshold);

@@ -49,6 +49,14 @@ Tensor conv2d_backward_input(const Tensor& dy, const Tensor& weight, const Tenso
                              const Conv2dGeom& g);
 Tensor conv2d_backward_weight(const Tensor& x, const Tensor& dy, const Conv2dGeom& g);
 Tensor conv2d_backward_bias(const Tensor& dy);
+/// dx, dW, db of conv2d from one dy (CPU): dx when weight is defined, dW when x is, db when
+/// need_bias; each the bits of conv2d_backward_input / _weight / _bias. A half dy on the float32
+/// fallback is widened once for the three.
+struct Conv2dGrads {
+  Tensor dx, dw, db;
+};
+Conv2dGrads conv2d_backward(const Tensor& x, const Tensor& weight, const Tensor& dy, const Conv2dGeom& g,
+                            bool need_bias);
 void add_bias_rows_(Tensor& out, const Tensor& bias);
 Tensor threshold_backward(const Tensor& grad, const Tensor& y, double threshold);
 Tensor sum_rows(const Tensor& x);

@@ -225,17 +225,15 @@ Tensor conv2d_backward_weight(const Tensor& x_in, const Tensor& dy_in, const Con
 // db[o] = Σ_n Σ_l dy[n, o, l]: each [L] row summed in 8 partial sums (they vectorize), the rows
 // of one o added in n order in double; o split over threads (each o's sums are the same on any
 // thread: the bits do not depend on the count).
-Tensor conv2d_backward_bias(const Tensor& dy_in) {
+void conv2d_bias_sums(const Tensor& dy_in, double* totals) {
   const Tensor dy = contiguous(dy_in);
   const int64_t N = dy.size(0), O = dy.size(1), L = dy.size(2) * dy.size(3);
-  Tensor db = make_tensor({O}, dy.dtype());
   on_float(dy, "conv2d", [&]<class T>() {
     const T* p = ptr<const T>(dy);
-    T* out = ptr<T>(db);
     parallel_for(0, O, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, N * L)),
                  [&](int64_t o0, int64_t o1) {
                    for (int64_t o = o0; o < o1; ++o) {
-                     double total = 0;
+                     double total = totals[o];
                      for (int64_t n = 0; n < N; ++n) {
                        const T* row = p + (n * O + o) * L;
                        T part[8] = {};
@@ -247,9 +245,20 @@ Tensor conv2d_backward_bias(const Tensor& dy_in) {
                        for (int k = 0; k < 8; ++k) s += part[k];
                        total += static_cast<double>(s);
                      }
-                     out[o] = static_cast<T>(total);
+                     totals[o] = total;
                    }
                  });
+  });
+}
+
+Tensor conv2d_backward_bias(const Tensor& dy) {
+  const int64_t O = dy.size(1);
+  std::vector<double> totals(static_cast<size_t>(O), 0.0);
+  conv2d_bias_sums(dy, totals.data());
+  Tensor db = make_tensor({O}, dy.dtype());
+  on_float(db, "conv2d", [&]<class T>() {
+    T* out = ptr<T>(db);
+    for (int64_t o = 0; o < O; ++o) out[o] = static_cast<T>(totals[o]);
   });
   return db;
 }

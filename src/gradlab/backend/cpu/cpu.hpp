@@ -92,13 +92,19 @@ Tensor conv2d_backward_input(const Tensor& dy, const Tensor& weight, const Tenso
 Tensor conv2d_backward_weight(const Tensor& x, const Tensor& dy, const Conv2dGeom& g);
 /// The bias gradient db [O] = sum over n, y, x of dy [N, O, oh, ow] (float32 / float64).
 Tensor conv2d_backward_bias(const Tensor& dy);
+/// totals[o] += Σ_n (the float sum of dy[n, o, :, :]) in n order: conv2d_backward_bias's sums,
+/// continued over a batch passed in consecutive chunks of images (the kernels' half fallback).
+void conv2d_bias_sums(const Tensor& dy, double* totals);
 
 /// c = a @ b for 2-D a [M, K], b [K, N] (any strides), through bmm.
 Tensor mm(const Tensor& a, const Tensor& b);
 /// out[i, :] += bias for a contiguous [M, N] out and bias [N].
 void add_bias_rows_(Tensor& out, const Tensor& bias);
-/// dx = y > threshold ? grad : 0 (same shapes; y converted to grad's dtype).
+/// dx = y > threshold ? grad : 0 (same shapes; y converted to grad's dtype). float32, float64, and
+/// bfloat16 grad and y (widened and rounded element by element: the float32 result's bits).
 Tensor threshold_backward(const Tensor& grad, const Tensor& y, double threshold);
+/// relu(x) of a bfloat16 x: widened, math::ReluFn, rounded, element by element (the float32 bits).
+Tensor relu_bf16(const Tensor& x);
 /// Σ over rows of x [M, N] -> [N].
 Tensor sum_rows(const Tensor& x);
 /// Per-row cross-entropy of logits [N, C] (contiguous copy taken) with int64 targets [N]:

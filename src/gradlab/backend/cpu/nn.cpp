@@ -11,6 +11,8 @@
 #include "gradlab/backend/cpu/cpu.hpp"
 #include "gradlab/backend/cpu/loops.hpp"
 #include "gradlab/backend/cpu/parallel.hpp"
+#include "gradlab/backend/cpu/vec/vec.hpp"
+#include "gradlab/core/half.hpp"
 
 namespace gradlab::cpu {
 
@@ -55,7 +57,44 @@ void add_bias_rows_(Tensor& out, const Tensor& bias_in) {
   });
 }
 
+// bfloat16 relu and its gradient in one pass over the 16-bit data (no float32 copies): each
+// element widened, math's float32 formula, rounded back, so bit for bit what the float32 kernel
+// on widened copies gives (for the gradient the select returns dy itself or +0: the rounding
+// changes nothing but a signalling NaN's quiet bit, as there). The level's vector code
+// (vec::Kernels::bf16_threshold_grad / bf16_relu, 16 lanes at AVX-512) does the bulk of each
+// range, core/half.hpp's conversions the tail.
+Tensor threshold_backward_bf16(const Tensor& grad_in, const Tensor& y_in, double threshold) {
+  const Tensor g = contiguous(grad_in), y = contiguous(y_in);
+  Tensor dx = make_tensor(g.sizes(), kBFloat16);
+  const BFloat16* pg = ptr<const BFloat16>(g);
+  const BFloat16* py = ptr<const BFloat16>(y);
+  BFloat16* d = ptr<BFloat16>(dx);
+  const float th = static_cast<float>(threshold);
+  const vec::Kernels& k = vec::kernels();
+  parallel_elements(g.numel(), [&](int64_t b, int64_t e) {
+    const int64_t m = b + k.bf16_threshold_grad(&pg[b].bits, &py[b].bits, &d[b].bits, e - b, th);
+    for (int64_t i = m; i < e; ++i)
+      d[i] = bf16_from_float(math::threshold_grad(bf16_to_float(pg[i]), bf16_to_float(py[i]), th));
+  });
+  return dx;
+}
+
+Tensor relu_bf16(const Tensor& x_in) {
+  const Tensor x = contiguous(x_in);
+  Tensor y = make_tensor(x.sizes(), kBFloat16);
+  const BFloat16* px = ptr<const BFloat16>(x);
+  BFloat16* py = ptr<BFloat16>(y);
+  const vec::Kernels& k = vec::kernels();
+  parallel_elements(x.numel(), [&](int64_t b, int64_t e) {
+    const int64_t m = b + k.bf16_relu(&px[b].bits, &py[b].bits, e - b);
+    for (int64_t i = m; i < e; ++i) py[i] = bf16_from_float(math::ReluFn{}(bf16_to_float(px[i]), 0.0f, 0.0f));
+  });
+  return y;
+}
+
 Tensor threshold_backward(const Tensor& grad_in, const Tensor& y_in, double threshold) {
+  if (grad_in.dtype() == kBFloat16 && y_in.dtype() == kBFloat16)
+    return threshold_backward_bf16(grad_in, y_in, threshold);
   Tensor g = contiguous(grad_in),
          y = contiguous(y_in.dtype() == grad_in.dtype() ? y_in : cast(y_in, grad_in.dtype()));
   Tensor dx = make_tensor(g.sizes(), g.dtype());

@@ -9,10 +9,11 @@
 
 namespace gradlab::math {
 
-/// dx = y > threshold ? dy : 0 (ReLU's backward from its output, threshold 0).
+/// dx = y > threshold ? dy : 0 (ReLU's backward from its output, threshold 0). T: a number, or on
+/// the CPU an xsimd batch (select found by argument-dependent lookup, as in elementwise.hpp).
 template <class T>
 GRADLAB_HD inline T threshold_grad(T dy, T y, T threshold) {
-  return y > threshold ? dy : T(0);
+  return select(y > threshold, dy, T(0));
 }
 
 template <class T>

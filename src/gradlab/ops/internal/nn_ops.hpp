@@ -160,6 +160,15 @@ inline Tensor conv_bias_grad(const Tensor& dy) {
 
 inline GradList ConvForward::backward(const GradList& g) {
   const Tensor& dy = g[0];
+  // A half dy without create_graph: the three gradients in one call, so the float32 fallback
+  // widens dy once for them (kern::conv2d_backward; the same bits as the three calls below).
+  if (!GradMode::is_enabled() && !dy.is_cuda() && !conv_reference() && dy.dim() == 4 &&
+      (dy.dtype() == kBFloat16 || dy.dtype() == kFloat16)) {
+    kern::Conv2dGrads r = kern::conv2d_backward(needs_input_grad(1) ? x_.unpack() : Tensor(),
+                                                needs_input_grad(0) ? w_.unpack() : Tensor(), dy,
+                                                geom, needs_input_grad(2));
+    return {r.dx, r.dw, r.db};
+  }
   return {needs_input_grad(0)
               ? record<ConvBackwardInput>(Site::unknown(), dy, w_.unpack(), Tensor(), geom)
               : Tensor(),

@@ -27,6 +27,7 @@
 #undef __ieee754_rem_pio2
 
 #include "gradlab/backend/cpu/vec/vec.hpp"
+#include "gradlab/backend/math/nn.hpp"
 
 // Two fixes to xsimd 8.1's float64 math, found by checks/ops/vec_test.cpp against glibc, and
 // gradlab's own float32 erf. The formulas call log / erf on batches by argument-dependent lookup,
@@ -276,9 +277,54 @@ int64_t bf16_to_f32(const uint16_t* x, float* y, int64_t n) {  // exact: the bit
   }
   return i;
 }
+
+// bfloat16 in and out through float32 lanes, one batch of the level at a time (16 / 8 / 4
+// lanes): widened (exact), math's formula on the batch, rounded by the rule above. So each lane
+// is bf16_from_float(formula(bf16_to_float(x))), what the fallback's widen / float32 kernel /
+// round passes give, in one pass over the 16-bit data and in registers.
+using FloatB = xsimd::batch<float, Arch>;
+constexpr int64_t kFloatW = static_cast<int64_t>(FloatB::size);
+inline FloatB load_bf16(const uint16_t* p) {
+#if defined(__AVX512F__)
+  return FloatB(_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16)));
+#elif defined(__AVX2__)
+  return FloatB(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16)));
+#else
+  return FloatB(_mm_castsi128_ps(_mm_unpacklo_epi16(_mm_setzero_si128(), _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)))));
+#endif
+}
+inline void store_bf16(uint16_t* p, const FloatB& v) {
+#if defined(__AVX512F__)
+  const __m512i x = _mm512_castps_si512(v);
+  const __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(x, _mm512_set1_epi32(0x7FFFFFFF)), _mm512_set1_epi32(0x7F800000));
+  const __m512i hi = _mm512_srli_epi32(x, 16);
+  const __m512i rounding = _mm512_add_epi32(_mm512_set1_epi32(0x7FFF), _mm512_and_si512(hi, _mm512_set1_epi32(1)));
+  const __m512i r = _mm512_mask_mov_epi32(_mm512_srli_epi32(_mm512_add_epi32(x, rounding), 16), nan,
+                                          _mm512_or_si512(hi, _mm512_set1_epi32(0x40)));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(r));
+#elif defined(__AVX2__)
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), narrow16(bf16_round(_mm256_castps_si256(v))));
+#else
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(p), narrow16(bf16_round(_mm_castps_si128(v))));
+#endif
+}
+int64_t bf16_relu(const uint16_t* x, uint16_t* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + kFloatW <= n; i += kFloatW)
+    store_bf16(y + i, math::ReluFn{}(load_bf16(x + i), FloatB(0.0f), FloatB(0.0f)));
+  return i;
+}
+int64_t bf16_threshold_grad(const uint16_t* g, const uint16_t* y, uint16_t* out, int64_t n, float threshold) {
+  int64_t i = 0;
+  for (; i + kFloatW <= n; i += kFloatW)
+    store_bf16(out + i, math::threshold_grad(load_bf16(g + i), load_bf16(y + i), FloatB(threshold)));
+  return i;
+}
 #else  // not x86: the scalar conversions (core/half.hpp) do every element
 int64_t bf16_from_f32(const float*, uint16_t*, int64_t) { return 0; }
 int64_t bf16_to_f32(const uint16_t*, float*, int64_t) { return 0; }
+int64_t bf16_relu(const uint16_t*, uint16_t*, int64_t) { return 0; }
+int64_t bf16_threshold_grad(const uint16_t*, const uint16_t*, uint16_t*, int64_t, float) { return 0; }
 #endif
 #undef GRADLAB_VEC_HALF
 
@@ -368,6 +414,7 @@ const Kernels GRADLAB_VEC_TABLE = {
     GRADLAB_VEC_NAME, unary_any<float>, unary_any<double>, binary_any<float>, binary_any<double>,
     bf16_from_f32,    bf16_to_f32,      f16_from_f32,      f16_to_f32,
     sgd_body<float>,  sgd_body<double>, adam_body<float>,  adam_body<double>,
+    bf16_relu,        bf16_threshold_grad,
 };
 
 }  // namespace gradlab::cpu::vec

@@ -44,6 +44,10 @@ struct Kernels {
   int64_t (*adam_f32)(const math::AdamHyper<float>& h, float* p, const float* g, float* m, float* v, int64_t n);
   int64_t (*adam_f64)(const math::AdamHyper<double>& h, double* p, const double* g, double* m, double* v,
                       int64_t n);
+  // bfloat16 relu and its gradient (out = y > threshold ? g : 0) through float32 lanes: each
+  // element widened, math's formula, rounded as bf16_from_f32 (cpu/nn.cpp does the tail).
+  int64_t (*bf16_relu)(const uint16_t* x, uint16_t* y, int64_t n);
+  int64_t (*bf16_threshold_grad)(const uint16_t* g, const uint16_t* y, uint16_t* out, int64_t n, float threshold);
 };
 
 /// The best level this CPU (and OS) runs.
