@@ -379,10 +379,12 @@ TEST(Bf16Native, ReluAndItsGradientOnBf16BitsAreTheFloat32Bits) {
 }
 
 // conv2d's three gradients from one bfloat16 dy on the fallback (kern::conv2d_backward: dy
-// widened once per chunk of images for dx, dW and db): dx and dW bit for bit the separate
-// kernels' (kern::conv2d_backward_input / _weight, the chunked fallback before), db the float32
+// widened once per chunk of images for dx, dW and db; kern::conv2d_backward_input / _weight take
+// the same path for one gradient), against an oracle written here from the float32 kernels on
+// the widened operands: dx (and conv_transpose2d's dx with a bias) rounded once, images being
+// independent; dW the chunks' float32 results summed in chunk order, then rounded; db the float32
 // kernel's on the whole widened dy rounded once (also from kern::conv2d_backward_bias, chunked
-// its own way); batches of 1 to 3 chunks, groups, stride / padding / dilation, a channels-last
+// its own way). Batches of 1 to 3 chunks, groups, stride / padding / dilation, a channels-last
 // x, only some gradients wanted, 1 and 2 threads.
 TEST(Bf16Native, FallbackConvGradientsShareOneWidenedDyBitExactly) {
   manual_seed(16);
@@ -408,9 +410,24 @@ TEST(Bf16Native, FallbackConvGradientsShareOneWidenedDyBitExactly) {
       const Tensor dy = randn({c.N, c.O, g.oh, g.ow}).to(kBFloat16);
       const std::string at = "N=" + std::to_string(c.N) + " C=" + std::to_string(c.C) +
                              " groups=" + std::to_string(c.groups) + " threads=" + std::to_string(threads);
-      const Tensor dx_want = kern::conv2d_backward_input(dy, w, Tensor(), g);
-      const Tensor dw_want = kern::conv2d_backward_weight(x, dy, g);
-      const Tensor db_want = cpu::conv2d_backward_bias(dy.to(kFloat32)).to(kBFloat16);
+      const Tensor dyf = dy.to(kFloat32), xf = x.to(kFloat32), wf = w.to(kFloat32);
+      const Tensor bt = randn({c.C}).to(kBFloat16);  // conv_transpose2d's bias: one per channel of dx
+      const Tensor dx_want = cpu::conv2d_backward_input(dyf, wf, Tensor(), g).to(kBFloat16);
+      const Tensor dxb_want = cpu::conv2d_backward_input(dyf, wf, bt.to(kFloat32), g).to(kBFloat16);
+      // the fallback's chunks: as many images as fit 2^17 float32 elements of input or output
+      const int64_t per = std::max(c.C * c.H * c.W, c.O * g.oh * g.ow), step = std::max<int64_t>(1, (1 << 17) / per);
+      Tensor dw32;
+      for (int64_t n0 = 0; n0 < c.N; n0 += step) {
+        kern::Conv2dGeom gc = g;
+        gc.N = std::min(c.N, n0 + step) - n0;
+        const Tensor part = cpu::conv2d_backward_weight(xf.narrow(0, n0, gc.N), dyf.narrow(0, n0, gc.N), gc);
+        dw32 = dw32.defined() ? dw32 + part : part;
+      }
+      const Tensor dw_want = dw32.to(kBFloat16);
+      const Tensor db_want = cpu::conv2d_backward_bias(dyf).to(kBFloat16);
+      EXPECT_EQ(first_difference(kern::conv2d_backward_input(dy, w, Tensor(), g), dx_want), -1) << "dx alone " << at;
+      EXPECT_EQ(first_difference(kern::conv2d_backward_input(dy, w, bt, g), dxb_want), -1) << "dx + bias alone " << at;
+      EXPECT_EQ(first_difference(kern::conv2d_backward_weight(x, dy, g), dw_want), -1) << "dW alone " << at;
       EXPECT_EQ(first_difference(kern::conv2d_backward_bias(dy), db_want), -1) << "db alone " << at;
       const kern::Conv2dGrads all = kern::conv2d_backward(x, w, dy, g, true);
       EXPECT_EQ(first_difference(all.dx, dx_want), -1) << "dx " << at;
@@ -420,6 +437,10 @@ TEST(Bf16Native, FallbackConvGradientsShareOneWidenedDyBitExactly) {
       EXPECT_FALSE(some.dw.defined());
       EXPECT_FALSE(some.db.defined());
       EXPECT_EQ(first_difference(some.dx, dx_want), -1) << "dx only " << at;
+      const kern::Conv2dGrads wb = kern::conv2d_backward(x, Tensor(), dy, g, true);
+      EXPECT_FALSE(wb.dx.defined());
+      EXPECT_EQ(first_difference(wb.dw, dw_want), -1) << "dW + db only " << at;
+      EXPECT_EQ(first_difference(wb.db, db_want), -1) << "db with dW " << at;
       // the same through autograd: the conv node's backward under autocast (conv2d has no groups)
       if (c.groups != 1) continue;
       Tensor xl = x.detach().requires_grad_(true), wl = w.detach().requires_grad_(true),
@@ -435,6 +456,19 @@ TEST(Bf16Native, FallbackConvGradientsShareOneWidenedDyBitExactly) {
       EXPECT_EQ(first_difference(bl.grad(), db_want), -1) << "autograd db " << at;
     }
   }
+  // no images: dW is zeros of the weight's shape and dtype, dx an empty batch
+  kern::Conv2dGeom g;
+  g.N = 0, g.C = 2, g.H = 5, g.W = 5, g.O = 3, g.groups = 1;
+  g.win = {3, 3, 1, 1, 1, 1, 1, 1};
+  g.oh = g.win.out_h(5), g.ow = g.win.out_w(5);
+  const Tensor x = zeros({0, 2, 5, 5}, kBFloat16), w = randn({3, 2, 3, 3}).to(kBFloat16),
+               dy = zeros({0, 3, 5, 5}, kBFloat16);
+  const Tensor dw = kern::conv2d_backward_weight(x, dy, g);
+  ASSERT_TRUE(dw.defined());
+  EXPECT_EQ(dw.sizes(), (Shape{3, 2, 3, 3}));
+  EXPECT_EQ(dw.dtype(), kBFloat16);
+  EXPECT_EQ(dw.abs().sum().item<double>(), 0.0);
+  EXPECT_EQ(kern::conv2d_backward_input(dy, w, Tensor(), g).sizes(), (Shape{0, 2, 5, 5}));
 }
 
 }  // namespace

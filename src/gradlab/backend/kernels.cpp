@@ -386,34 +386,6 @@ Tensor conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
   }
   return cpu::conv2d_forward(x, weight, bias, g);
 }
-Tensor conv2d_backward_input(const Tensor& dy, const Tensor& weight, const Tensor& bias,
-                             const Conv2dGeom& g) {
-  check_conv_cpu(dy);
-  if (is_low(dy)) {
-    if (Tensor r = cpu::bf16::conv2d_backward_input(dy, weight, bias, g); r.defined()) return r;
-    const Tensor w = wide(weight), b = wide(bias);
-    Tensor dx = make_tensor({g.N, g.C, g.H, g.W}, dy.dtype());
-    conv_by_images(g, [&](int64_t n0, int64_t n1, const Conv2dGeom& gc) {
-      cpu::copy(rows_of(dx, n0, n1), cpu::conv2d_backward_input(wide(rows_of(dy, n0, n1)), w, b, gc));
-    });
-    return dx;
-  }
-  return cpu::conv2d_backward_input(dy, weight, bias, g);
-}
-Tensor conv2d_backward_weight(const Tensor& x, const Tensor& dy, const Conv2dGeom& g) {
-  check_conv_cpu(x);
-  if (is_low(x)) {
-    if (Tensor r = cpu::bf16::conv2d_backward_weight(x, dy, g); r.defined()) return r;
-    Tensor acc;
-    conv_by_images(g, [&](int64_t n0, int64_t n1, const Conv2dGeom& gc) {
-      Tensor part = cpu::conv2d_backward_weight(wide(rows_of(x, n0, n1)), wide(rows_of(dy, n0, n1)), gc);
-      if (!acc.defined()) acc = part;
-      else cpu::binary_(Binary::Add, acc, part);
-    });
-    return narrow(acc, x.dtype());
-  }
-  return cpu::conv2d_backward_weight(x, dy, g);
-}
 // db for a half dy, a few images at a time: each chunk widened and its rows added to float64
 // totals per channel (cpu::conv2d_bias_sums), in image order across chunks, so the result is
 // exactly the float32 kernel's on the whole widened dy, rounded once, for any chunking.
@@ -422,6 +394,45 @@ Tensor half_bias_grad(const Tensor& dy, const std::vector<double>& totals) {
   float* p = reinterpret_cast<float*>(db.impl()->data());
   for (size_t o = 0; o < totals.size(); ++o) p[o] = static_cast<float>(totals[o]);
   return narrow(db, dy.dtype());
+}
+// The float32 fallback of a half dy (conv_by_images): each chunk of dy widened once serves the
+// gradients asked for: dx when weight is defined (plus b_dx, conv_transpose2d's bias, on every
+// dx[n, c]), dW when x is, db when need_bias. dW sums the chunks' float32 results in chunk order;
+// with no images it is the kernel's zeros.
+Conv2dGrads widened_conv_grads(const Tensor& x, const Tensor& weight, const Tensor& b_dx, const Tensor& dy,
+                               const Conv2dGeom& g, bool need_bias) {
+  const Tensor w = wide(weight), b = wide(b_dx);
+  Tensor dx = weight.defined() ? make_tensor({g.N, g.C, g.H, g.W}, dy.dtype()) : Tensor(), dw;
+  std::vector<double> totals(need_bias ? static_cast<size_t>(g.O) : 0, 0.0);
+  conv_by_images(g, [&](int64_t n0, int64_t n1, const Conv2dGeom& gc) {
+    const Tensor dyc = wide(rows_of(dy, n0, n1));  // [n1 - n0, O, oh, ow] float32, in cache
+    if (dx.defined()) cpu::copy(rows_of(dx, n0, n1), cpu::conv2d_backward_input(dyc, w, b, gc));
+    if (x.defined()) {
+      Tensor part = cpu::conv2d_backward_weight(wide(rows_of(x, n0, n1)), dyc, gc);
+      if (!dw.defined()) dw = part;
+      else cpu::binary_(Binary::Add, dw, part);
+    }
+    if (need_bias) cpu::conv2d_bias_sums(dyc, totals.data());
+  });
+  if (x.defined() && !dw.defined()) dw = cpu::conv2d_backward_weight(wide(x), wide(dy), g);  // no images: zeros
+  return {dx, x.defined() ? narrow(dw, x.dtype()) : Tensor(), need_bias ? half_bias_grad(dy, totals) : Tensor()};
+}
+Tensor conv2d_backward_input(const Tensor& dy, const Tensor& weight, const Tensor& bias,
+                             const Conv2dGeom& g) {
+  check_conv_cpu(dy);
+  if (is_low(dy)) {
+    if (Tensor r = cpu::bf16::conv2d_backward_input(dy, weight, bias, g); r.defined()) return r;
+    return widened_conv_grads(Tensor(), weight, bias, dy, g, false).dx;
+  }
+  return cpu::conv2d_backward_input(dy, weight, bias, g);
+}
+Tensor conv2d_backward_weight(const Tensor& x, const Tensor& dy, const Conv2dGeom& g) {
+  check_conv_cpu(x);
+  if (is_low(x)) {
+    if (Tensor r = cpu::bf16::conv2d_backward_weight(x, dy, g); r.defined()) return r;
+    return widened_conv_grads(x, Tensor(), Tensor(), dy, g, false).dw;
+  }
+  return cpu::conv2d_backward_weight(x, dy, g);
 }
 Tensor conv2d_backward_bias(const Tensor& dy) {
   check_conv_cpu(dy);
@@ -436,8 +447,8 @@ Tensor conv2d_backward_bias(const Tensor& dy) {
 }
 // All three gradients of conv2d from one dy. A half dy on the fallback is widened once per chunk
 // of images and that float32 chunk serves dx, dW and db (separately, each widened it again: 3
-// passes over dy, ~6% of a fallback CNN step under perf). Chunks, calls and sums are the ones
-// conv2d_backward_input / _weight / _bias make, so the bits are theirs.
+// passes over dy, ~6% of a fallback CNN step under perf): widened_conv_grads, the path
+// conv2d_backward_input / _weight take for one gradient, so the bits are theirs.
 Conv2dGrads conv2d_backward(const Tensor& x, const Tensor& weight, const Tensor& dy, const Conv2dGeom& g,
                             bool need_bias) {
   check_conv_cpu(dy);
@@ -446,22 +457,7 @@ Conv2dGrads conv2d_backward(const Tensor& x, const Tensor& weight, const Tensor&
     return {weight.defined() ? kern::conv2d_backward_input(dy, weight, Tensor(), g) : Tensor(),
             x.defined() ? kern::conv2d_backward_weight(x, dy, g) : Tensor(),
             need_bias ? kern::conv2d_backward_bias(dy) : Tensor()};
-  const ScalarType dt = dy.dtype();
-  const Tensor w = wide(weight);
-  Tensor dx = weight.defined() ? make_tensor({g.N, g.C, g.H, g.W}, dt) : Tensor(), dw;
-  std::vector<double> totals(need_bias ? static_cast<size_t>(g.O) : 0, 0.0);
-  conv_by_images(g, [&](int64_t n0, int64_t n1, const Conv2dGeom& gc) {
-    const Tensor dyc = wide(rows_of(dy, n0, n1));  // [n1 - n0, O, oh, ow] float32, in cache
-    if (dx.defined()) cpu::copy(rows_of(dx, n0, n1), cpu::conv2d_backward_input(dyc, w, Tensor(), gc));
-    if (x.defined()) {
-      Tensor part = cpu::conv2d_backward_weight(wide(rows_of(x, n0, n1)), dyc, gc);
-      if (!dw.defined()) dw = part;
-      else cpu::binary_(Binary::Add, dw, part);
-    }
-    if (need_bias) cpu::conv2d_bias_sums(dyc, totals.data());
-  });
-  if (x.defined() && !dw.defined()) dw = cpu::conv2d_backward_weight(wide(x), wide(dy), g);  // no images: zeros
-  return {dx, narrow(dw, dt), need_bias ? half_bias_grad(dy, totals) : Tensor()};
+  return widened_conv_grads(x, weight, Tensor(), dy, g, need_bias);
 }
 void add_bias_rows_(Tensor& out, const Tensor& bias) {
   if (blockable(out) && out.dim() == 2 && out.size(1) > 0) {  // in place, whole rows per block
