@@ -111,7 +111,7 @@ void check_paths(const std::string& what, const Tensor& p, const Tensor& g, cons
   const PathRun got = path_run<Opt>(p, g, o, keys);
   if (fused) {
     EXPECT_LT(got.step_bytes, p_bytes) << "not fused: the step allocated " << got.step_bytes << " bytes";
-    EXPECT_EQ(got.state_bumps_per_step, 1u) << "not fused (or versions bumped more than once)";
+    EXPECT_EQ(got.state_bumps_per_step, 1u) << "not fused, or " << keys[0] << "'s version not bumped exactly once";
   } else {
     EXPECT_GE(got.step_bytes, p_bytes) << "fused where it must not be";
     EXPECT_EQ(got.state_bumps_per_step, composite_bumps) << "fused where it must not be";
