@@ -1,7 +1,8 @@
 // The optimizer update alone: one step of Adam / AdamW / SGD with momentum / RMSprop (centered,
-// with momentum) / Adagrad over a float32 parameter, fused (one pass: backend/cpu/optim.cpp) against the composite (~10 elementwise
-// passes and temporaries: optim/optimizers.cpp, kern::set_cpu_fused_step(false)), and against a
-// memcpy that moves the same bytes (the floor of a one-pass update).
+// with momentum) / Adagrad over a float32 parameter, fused (one pass: backend/cpu/optim.cpp)
+// against the composite (~10 elementwise passes and temporaries: optim/optimizers.cpp,
+// kern::set_cpu_fused_step(false)), and against a memcpy that moves the same bytes (the floor of a
+// one-pass update).
 //
 //   <opt>/<path>/n:<n>/threads:<t>   opt: adam, adamw, sgd_momentum, rmsprop_centered_momentum,
 //                                     adagrad; path: fused, composite
@@ -101,7 +102,9 @@ BENCHMARK_CAPTURE(step, composite, Opt::AdamW, false)->Name("adamw/composite")->
 BENCHMARK_CAPTURE(step, fused, Opt::SgdMomentum, true)->Name("sgd_momentum/fused")->Apply(sizes);
 BENCHMARK_CAPTURE(step, composite, Opt::SgdMomentum, false)->Name("sgd_momentum/composite")->Apply(sizes);
 BENCHMARK_CAPTURE(memcpy_same_bytes, sgd_momentum, 2.5)->Name("memcpy/sgd_momentum")->Apply(sizes_1t);
-BENCHMARK_CAPTURE(step, fused, Opt::RmspropCenteredMomentum, true)->Name("rmsprop_centered_momentum/fused")->Apply(sizes);
+BENCHMARK_CAPTURE(step, fused, Opt::RmspropCenteredMomentum, true)
+    ->Name("rmsprop_centered_momentum/fused")
+    ->Apply(sizes);
 BENCHMARK_CAPTURE(step, composite, Opt::RmspropCenteredMomentum, false)
     ->Name("rmsprop_centered_momentum/composite")
     ->Apply(sizes);

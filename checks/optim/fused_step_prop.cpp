@@ -1,13 +1,13 @@
-// The fused CPU optimizer update (backend/cpu/optim.cpp, formula in backend/math/optim.hpp)
-// against its oracle, the composite update of optim/optimizers.cpp (kern::set_cpu_fused_step
-// (false)): SGD (momentum, dampening, nesterov, weight decay), Adam (L2 weight decay), AdamW
-// (decoupled), RMSprop (alpha, eps, weight decay, momentum, centered) and Adagrad (lr_decay,
-// weight decay, initial_accumulator_value, eps), random hyperparameters, float32 and float64, several steps; parameters and state
-// must agree BIT FOR BIT at 1 and 2 threads. That is the claim: both paths round the same
-// operations in the same order and neither contracts to FMA. ctest runs this binary once per
-// forced capability level (extras.cmake: GRADLAB_CPU_CAPABILITY), so every level's vector code
-// meets the composite. The sizes cover a tail shorter than a vector, and one tensor large enough
-// to split over 2 threads (> 2 kGrain elements).
+// The fused CPU optimizer update (backend/cpu/optim.cpp, formula in backend/math/optim.hpp) against
+// its oracle, the composite update of optim/optimizers.cpp (kern::set_cpu_fused_step (false)): SGD
+// (momentum, dampening, nesterov, weight decay), Adam (L2 weight decay), AdamW (decoupled), RMSprop
+// (alpha, eps, weight decay, momentum, centered) and Adagrad (lr_decay, weight decay,
+// initial_accumulator_value, eps), random hyperparameters, float32 and float64, several steps;
+// parameters and state must agree BIT FOR BIT at 1 and 2 threads. That is the claim: both paths
+// round the same operations in the same order and neither contracts to FMA. ctest runs this binary
+// once per forced capability level (extras.cmake: GRADLAB_CPU_CAPABILITY), so every level's vector
+// code meets the composite. The sizes cover a tail shorter than a vector, and one tensor large
+// enough to split over 2 threads (> 2 kGrain elements).
 
 #include <gtest/gtest.h>
 #include <rapidcheck.h>

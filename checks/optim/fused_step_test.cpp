@@ -1,6 +1,7 @@
 // The fused CPU optimizer update (backend/cpu/optim.cpp): which parameters take it (SGD, Adam,
-// AdamW, RMSprop, Adagrad), that the others still get the composite's values, and that its in-place writes bump the versions the
-// saved-tensor check reads. Its bits against the composite: fused_step_prop.cpp.
+// AdamW, RMSprop, Adagrad), that the others still get the composite's values, and that its in-place
+// writes bump the versions the saved-tensor check reads. Its bits against the composite:
+// fused_step_prop.cpp.
 
 #include <gtest/gtest.h>
 

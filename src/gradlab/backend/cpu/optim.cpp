@@ -102,7 +102,8 @@ void rmsprop_t(const Tensor& p, const Tensor& grad, const Tensor& square_avg, co
   T* pa = h.centered ? ptr<T>(grad_avg) : nullptr;
   T* pb = h.use_mom ? ptr<T>(buf) : nullptr;
   parallel_elements(p.numel(), [&](int64_t b, int64_t e) {
-    const int64_t i = b + vec::rmsprop(k, h, pp + b, pg + b, ps + b, pa ? pa + b : nullptr, pb ? pb + b : nullptr, e - b);
+    const int64_t i =
+        b + vec::rmsprop(k, h, pp + b, pg + b, ps + b, pa ? pa + b : nullptr, pb ? pb + b : nullptr, e - b);
     rmsprop_tail(h, pp, pg, ps, pa, pb, i, e);
   });
 }

@@ -1,9 +1,10 @@
 #pragma once
 // The fused optimizer updates on the CPU (internal; reached through kern::sgd_step_ /
-// kern::adam_step_ / kern::rmsprop_step_ / kern::adagrad_step_): math/optim.hpp's lines in one pass over the parameter, vectorized at the
-// capability level in use (vec/vec.hpp), split over the intra-op threads at multiples of kAlign.
-// Every operation is one IEEE rounding, so the result is the composite update's, bit for bit,
-// at every level and for any thread count (checks/optim/fused_step_test.cpp).
+// kern::adam_step_ / kern::rmsprop_step_ / kern::adagrad_step_): math/optim.hpp's lines in one pass
+// over the parameter, vectorized at the capability level in use (vec/vec.hpp), split over the
+// intra-op threads at multiples of kAlign. Every operation is one IEEE rounding, so the result is
+// the composite update's, bit for bit, at every level and for any thread count
+// (checks/optim/fused_step_test.cpp).
 
 #include "gradlab/core/tensor.hpp"
 
