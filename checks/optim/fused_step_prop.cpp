@@ -1,12 +1,13 @@
-// The fused CPU optimizer update (backend/cpu/optim.cpp, formula in backend/math/optim.hpp)
-// against its oracle, the composite update of optim/optimizers.cpp (kern::set_cpu_fused_step
-// (false)): SGD (momentum, dampening, nesterov, weight decay), Adam (L2 weight decay) and AdamW
-// (decoupled), random hyperparameters, float32 and float64, several steps; parameters and state
-// must agree BIT FOR BIT at 1 and 2 threads. That is the claim: both paths round the same
-// operations in the same order and neither contracts to FMA. ctest runs this binary once per
-// forced capability level (extras.cmake: GRADLAB_CPU_CAPABILITY), so every level's vector code
-// meets the composite. The sizes cover a tail shorter than a vector, and one tensor large enough
-// to split over 2 threads (> 2 kGrain elements).
+// The fused CPU optimizer update (backend/cpu/optim.cpp, formula in backend/math/optim.hpp) against
+// its oracle, the composite update of optim/optimizers.cpp (kern::set_cpu_fused_step (false)): SGD
+// (momentum, dampening, nesterov, weight decay), Adam (L2 weight decay), AdamW (decoupled), RMSprop
+// (alpha, eps, weight decay, momentum, centered) and Adagrad (lr_decay, weight decay,
+// initial_accumulator_value, eps), random hyperparameters, float32 and float64, several steps;
+// parameters and state must agree BIT FOR BIT at 1 and 2 threads. That is the claim: both paths
+// round the same operations in the same order and neither contracts to FMA. ctest runs this binary
+// once per forced capability level (extras.cmake: GRADLAB_CPU_CAPABILITY), so every level's vector
+// code meets the composite. The sizes cover a tail shorter than a vector, and one tensor large
+// enough to split over 2 threads (> 2 kGrain elements).
 
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
@@ -116,6 +117,39 @@ RC_GTEST_PROP(FusedStep, AdamAndAdamWBitIdenticalToComposite, ()) {
   } else {
     check_same_bits<optim::Adam>(optim::AdamOptions(lr).betas(betas).eps(eps).weight_decay(wd), keys);
   }
+}
+
+RC_GTEST_PROP(FusedStep, RmspropBitIdenticalToComposite, ()) {
+  // alpha from 0.1: nearer 0 a centered s - a² is a difference of nearly equal numbers (at
+  // alpha = 0 exactly 0), fine on both paths but no more telling.
+  optim::RMSpropOptions o(uniform(1e-4, 0.1));
+  o.alpha(uniform(0.1, 0.999)).eps(uniform(1e-10, 1e-3));
+  const bool wd = *rc::gen::element(false, true), momentum = *rc::gen::element(false, true),
+             centered = *rc::gen::element(false, true);
+  if (wd) o.weight_decay(uniform(0.0, 0.5));
+  if (momentum) o.momentum(uniform(0.01, 0.99));
+  o.centered(centered);
+  RC_CLASSIFY(wd, "weight_decay");
+  RC_CLASSIFY(momentum, "momentum");
+  RC_CLASSIFY(centered, "centered");
+  std::vector<std::string> keys = {"square_avg"};
+  if (centered) keys.push_back("grad_avg");
+  if (o.momentum() > 0) keys.push_back("momentum_buffer");
+  check_same_bits<optim::RMSprop>(o, keys);
+}
+
+RC_GTEST_PROP(FusedStep, AdagradBitIdenticalToComposite, ()) {
+  optim::AdagradOptions o(uniform(1e-4, 0.5));
+  o.eps(uniform(1e-10, 1e-3));
+  const bool decay = *rc::gen::element(false, true), wd = *rc::gen::element(false, true),
+             init = *rc::gen::element(false, true);
+  if (decay) o.lr_decay(uniform(0.0, 0.5));
+  if (wd) o.weight_decay(uniform(0.0, 0.5));
+  if (init) o.initial_accumulator_value(uniform(0.0, 1.0));
+  RC_CLASSIFY(decay, "lr_decay");
+  RC_CLASSIFY(wd, "weight_decay");
+  RC_CLASSIFY(init, "initial_accumulator_value");
+  check_same_bits<optim::Adagrad>(o, {"sum"});
 }
 
 }  // namespace

@@ -568,4 +568,23 @@ bool adam_step_(const Tensor& p, const Tensor& grad, const Tensor& exp_avg, cons
   return true;
 }
 
+// RMSprop and Adagrad: CPU only. A CUDA parameter keeps the composite ops (no kernel in
+// backend/cuda/optim.cuh yet), so these return false for it before touching anything.
+bool rmsprop_step_(const Tensor& p, const Tensor& grad, const Tensor& square_avg, const Tensor& grad_avg,
+                   const Tensor& momentum_buf, double lr, double alpha, double eps, double weight_decay,
+                   double momentum, bool centered) {
+  if (!fused_step_supported(p, grad) || p.is_cuda() || !fused_operand(p, square_avg)) return false;
+  if (centered && !fused_operand(p, grad_avg)) return false;
+  if (momentum > 0 && !fused_operand(p, momentum_buf)) return false;
+  cpu::rmsprop_step_(p, grad, square_avg, grad_avg, momentum_buf, lr, alpha, eps, weight_decay, momentum, centered);
+  return true;
+}
+
+bool adagrad_step_(const Tensor& p, const Tensor& grad, const Tensor& sum, double lr, double lr_decay,
+                   double weight_decay, double eps, double step) {
+  if (!fused_step_supported(p, grad) || p.is_cuda() || !fused_operand(p, sum)) return false;
+  cpu::adagrad_step_(p, grad, sum, lr, lr_decay, weight_decay, eps, step);
+  return true;
+}
+
 }  // namespace gradlab::kern

@@ -87,5 +87,15 @@ bool sgd_step_(const Tensor& p, const Tensor& grad, const Tensor& momentum_buf, 
 /// (exp_avg / exp_avg_sq as momentum_buf above).
 bool adam_step_(const Tensor& p, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq, double lr,
                 double beta1, double beta2, double eps, double weight_decay, double step, bool decoupled);
+/// Fused RMSprop update (CPU only: a CUDA parameter gets false and keeps the composite ops),
+/// in place: p, square_avg, grad_avg (used only when centered), momentum_buf (only when
+/// momentum > 0). Returns false, touching nothing, when not supported.
+bool rmsprop_step_(const Tensor& p, const Tensor& grad, const Tensor& square_avg, const Tensor& grad_avg,
+                   const Tensor& momentum_buf, double lr, double alpha, double eps, double weight_decay,
+                   double momentum, bool centered);
+/// Fused Adagrad update (CPU only, as rmsprop_step_), in place: p, sum; `step` is the
+/// incremented step count. Returns false, touching nothing, when not supported.
+bool adagrad_step_(const Tensor& p, const Tensor& grad, const Tensor& sum, double lr, double lr_decay,
+                   double weight_decay, double eps, double step);
 
 }  // namespace gradlab::kern

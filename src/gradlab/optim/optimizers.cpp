@@ -1,12 +1,14 @@
-// SGD, Adam, AdamW, RMSprop, Adagrad: each step_group is PyTorch's single-tensor update written with
-// gradlab's in-place ops (run under NoGradGuard by Optimizer::step): the composite path.
-// SGD / Adam / AdamW first try the same formula as one fused pass (backend/math/optim.hpp): a
-// kernel on a CUDA parameter (backend/cuda/optim.cuh), a vectorized loop over the intra-op
-// threads on a contiguous float32 / float64 CPU parameter whose grad and state are contiguous and
-// of its dtype (backend/cpu/optim.cpp). Anything else (maximize, amsgrad, strided or half
-// tensors, mixed dtypes) takes the composite path, which stays the reference for the fused one:
-// on the CPU it gives the same bits (kern::set_cpu_fused_step(false) turns the fused path off;
-// checks/optim/fused_step_test.cpp compares the two).
+// SGD, Adam, AdamW, RMSprop, Adagrad: each step_group is PyTorch's single-tensor update written
+// with gradlab's in-place ops (run under NoGradGuard by Optimizer::step): the composite path. SGD /
+// Adam / AdamW / RMSprop / Adagrad first try the same formula as one fused pass
+// (backend/math/optim.hpp): a vectorized loop over the intra-op threads on a contiguous float32 /
+// float64 CPU parameter whose grad and state are contiguous and of its dtype
+// (backend/cpu/optim.cpp); for SGD / Adam / AdamW also a kernel on a CUDA parameter
+// (backend/cuda/optim.cuh; RMSprop and Adagrad keep the composite ops on CUDA). Anything else
+// (maximize, amsgrad, strided or half tensors, mixed dtypes) takes the composite path, which stays
+// the reference for the fused one: on the CPU it gives the same bits
+// (kern::set_cpu_fused_step(false) turns the fused path off; checks/optim/fused_step_test.cpp
+// compares the two).
 
 #include <cmath>
 #include <functional>
@@ -238,6 +240,20 @@ void RMSprop::step_group(OptimizerParamGroup& group) {
       if (o.centered()) st.insert("grad_avg", zeros_like(p));
     }
     bump_step(st);
+    // The fused pass (every option but maximize, whose negated gradient stays on the composite
+    // path as for SGD / Adam); versions bumped once per written tensor.
+    if (!o.maximize()) {
+      Tensor& sq = st["square_avg"];
+      Tensor ga = o.centered() ? st.at("grad_avg") : Tensor();
+      Tensor buf = o.momentum() > 0 ? st.at("momentum_buffer") : Tensor();
+      if (kern::rmsprop_step_(p, p.grad(), sq, ga, buf, o.lr(), o.alpha(), o.eps(), o.weight_decay(), o.momentum(),
+                              o.centered())) {
+        wrote({&p, &sq});
+        if (ga.defined()) wrote({&ga});
+        if (buf.defined()) wrote({&buf});
+        continue;
+      }
+    }
     if (o.weight_decay() != 0) g = g + o.weight_decay() * p;
     Tensor& square_avg = st["square_avg"];
     square_avg.mul_(o.alpha()).add_(g * g, 1.0 - o.alpha());
@@ -283,6 +299,13 @@ void Adagrad::step_group(OptimizerParamGroup& group) {
       st.insert("sum", full_like(p, o.initial_accumulator_value()));
     }
     const double step = bump_step(st);
+    // The fused pass (not with maximize: the composite path, as for SGD / Adam).
+    Tensor& sum_st = st["sum"];
+    if (!o.maximize() &&
+        kern::adagrad_step_(p, p.grad(), sum_st, o.lr(), o.lr_decay(), o.weight_decay(), o.eps(), step)) {
+      wrote({&p, &sum_st});
+      continue;
+    }
     if (o.weight_decay() != 0) g = g + o.weight_decay() * p;
     const double clr = o.lr() / (1.0 + (step - 1.0) * o.lr_decay());
     Tensor& sum = st["sum"];

@@ -1,6 +1,6 @@
 #pragma once
-// The fused optimizer updates, each written once: PyTorch's single-tensor SGD / Adam / AdamW for
-// one element, term by term as optim/optimizers.cpp writes them with ops (the composite path),
+// The fused optimizer updates, each written once: PyTorch's single-tensor SGD / Adam / AdamW /
+// RMSprop / Adagrad for one element, term by term as optim/optimizers.cpp writes them with ops (the composite path),
 // so every product and sum is the composite's, in T, in the same order. Run by the CPU loops
 // (backend/cpu/optim.cpp on numbers, vec/level.hpp on xsimd batches) and by the CUDA kernels and
 // the host emulator (backend/cuda/optim.cuh), one element per thread.
@@ -15,7 +15,7 @@
 // lines carry GRADLAB_NO_FP_CONTRACT (GCC, per function: what is inlined into them follows), and
 // the bodies below turn clang's off. nvcc contracts by default, hence "up to FMA" on a GPU.
 //
-// The hyperparameters are rounded to T once, on the host (sgd_hyper / adam_hyper): the composite
+// The hyperparameters are rounded to T once, on the host (sgd_hyper / adam_hyper / ...): the composite
 // wraps each Python-style scalar as a T tensor before multiplying.
 
 #include <cmath>
@@ -106,6 +106,72 @@ GRADLAB_HD inline void adam_update(const AdamHyper<T>& h, V& p, V g, V& m, V& v)
   v = v * V(h.b2) + (g * g) * V(h.one_minus_b2);
   const V denom = sqrt(v) / V(h.bc2_sqrt) + V(h.eps);
   p = p + (m / denom) * V(h.neg_step);
+}
+
+// g = g + wd p                                           (weight_decay != 0)
+// s = α s + (1 - α) g²
+// centered: a = α a + (1 - α) g;  d = sqrt(s - a a) + eps      else d = sqrt(s) + eps
+// momentum > 0: buf = momentum buf + g / d;  p = p - lr buf       else p = p - lr (g / d)
+// (maximize stays on the composite path, as for SGD / Adam: optimizers.cpp.)
+template <class T>
+struct RmspropHyper {
+  T wd, alpha, one_minus_alpha, eps, mom, neg_lr;
+  bool use_wd, centered, use_mom;
+};
+
+template <class T>
+inline RmspropHyper<T> rmsprop_hyper(double lr, double alpha, double eps, double weight_decay, double momentum,
+                                     bool centered) {
+  return {static_cast<T>(weight_decay), static_cast<T>(alpha), static_cast<T>(1.0 - alpha),
+          static_cast<T>(eps),          static_cast<T>(momentum), static_cast<T>(-lr),
+          weight_decay != 0,            centered,                 momentum > 0};
+}
+
+/// One element (or batch) of the RMSprop update: p, s (square_avg), a (grad_avg, only when
+/// centered), buf (momentum_buffer, only when use_mom) in place.
+template <class V, class T>
+GRADLAB_HD inline void rmsprop_update(const RmspropHyper<T>& h, V& p, V g, V& s, V& a, V& buf) {
+  GRADLAB_FP_CONTRACT_OFF_
+  if (h.use_wd) g = g + p * V(h.wd);
+  s = s * V(h.alpha) + (g * g) * V(h.one_minus_alpha);
+  V d;
+  if (h.centered) {
+    a = a * V(h.alpha) + g * V(h.one_minus_alpha);
+    d = sqrt(s - a * a) + V(h.eps);
+  } else {
+    d = sqrt(s) + V(h.eps);
+  }
+  if (h.use_mom) {
+    buf = buf * V(h.mom) + g / d;
+    p = p + buf * V(h.neg_lr);
+  } else {
+    p = p + (g / d) * V(h.neg_lr);
+  }
+}
+
+// g = g + wd p   (weight_decay != 0);   clr = lr / (1 + (t - 1) lr_decay)   (in double)
+// sum = sum + g²;   p = p - clr g / (sqrt(sum) + eps)
+// initial_accumulator_value is sum's starting value (optimizers.cpp fills the state).
+template <class T>
+struct AdagradHyper {
+  T wd, eps, neg_clr;
+  bool use_wd;
+};
+
+/// `step` is the incremented step count t; clr in double, as optimizers.cpp.
+template <class T>
+inline AdagradHyper<T> adagrad_hyper(double lr, double lr_decay, double weight_decay, double eps, double step) {
+  const double clr = lr / (1.0 + (step - 1.0) * lr_decay);
+  return {static_cast<T>(weight_decay), static_cast<T>(eps), static_cast<T>(-clr), weight_decay != 0};
+}
+
+/// One element (or batch) of the Adagrad update: p and sum in place.
+template <class V, class T>
+GRADLAB_HD inline void adagrad_update(const AdagradHyper<T>& h, V& p, V g, V& sum) {
+  GRADLAB_FP_CONTRACT_OFF_
+  if (h.use_wd) g = g + p * V(h.wd);
+  sum = sum + g * g;
+  p = p + (g / (sqrt(sum) + V(h.eps))) * V(h.neg_clr);
 }
 
 }  // namespace gradlab::math

@@ -448,6 +448,39 @@ GRADLAB_NO_FP_CONTRACT int64_t adam_body(const math::AdamHyper<T>& h, T* p, cons
   return i;
 }
 
+template <class T>
+GRADLAB_NO_FP_CONTRACT int64_t rmsprop_body(const math::RmspropHyper<T>& h, T* p, const T* g, T* s, T* a, T* buf,
+                                            int64_t n) {
+  using B = xsimd::batch<T, Arch>;
+  constexpr int64_t W = static_cast<int64_t>(B::size);
+  int64_t i = 0;
+  for (; i + W <= n; i += W) {
+    B pv = B::load_unaligned(p + i), sv = B::load_unaligned(s + i);
+    B av = h.centered ? B::load_unaligned(a + i) : B(T(0));
+    B bv = h.use_mom ? B::load_unaligned(buf + i) : B(T(0));
+    math::rmsprop_update(h, pv, B::load_unaligned(g + i), sv, av, bv);
+    sv.store_unaligned(s + i);
+    if (h.centered) av.store_unaligned(a + i);
+    if (h.use_mom) bv.store_unaligned(buf + i);
+    pv.store_unaligned(p + i);
+  }
+  return i;
+}
+
+template <class T>
+GRADLAB_NO_FP_CONTRACT int64_t adagrad_body(const math::AdagradHyper<T>& h, T* p, const T* g, T* sum, int64_t n) {
+  using B = xsimd::batch<T, Arch>;
+  constexpr int64_t W = static_cast<int64_t>(B::size);
+  int64_t i = 0;
+  for (; i + W <= n; i += W) {
+    B pv = B::load_unaligned(p + i), sv = B::load_unaligned(sum + i);
+    math::adagrad_update(h, pv, B::load_unaligned(g + i), sv);
+    sv.store_unaligned(sum + i);
+    pv.store_unaligned(p + i);
+  }
+  return i;
+}
+
 }  // namespace
 
 extern const Kernels GRADLAB_VEC_TABLE;
@@ -455,6 +488,7 @@ const Kernels GRADLAB_VEC_TABLE = {
     GRADLAB_VEC_NAME, unary_any<float>, unary_any<double>, binary_any<float>, binary_any<double>,
     bf16_from_f32,    bf16_to_f32,      f16_from_f32,      f16_to_f32,
     sgd_body<float>,  sgd_body<double>, adam_body<float>,  adam_body<double>,
+    rmsprop_body<float>, rmsprop_body<double>, adagrad_body<float>, adagrad_body<double>,
     bf16_relu,        bf16_threshold_grad,
 };
 

@@ -44,6 +44,14 @@ struct Kernels {
   int64_t (*adam_f32)(const math::AdamHyper<float>& h, float* p, const float* g, float* m, float* v, int64_t n);
   int64_t (*adam_f64)(const math::AdamHyper<double>& h, double* p, const double* g, double* m, double* v,
                       int64_t n);
+  // RMSprop: a (grad_avg) read and written only when h.centered, buf only when h.use_mom (else
+  // either may be null).
+  int64_t (*rmsprop_f32)(const math::RmspropHyper<float>& h, float* p, const float* g, float* s, float* a,
+                         float* buf, int64_t n);
+  int64_t (*rmsprop_f64)(const math::RmspropHyper<double>& h, double* p, const double* g, double* s, double* a,
+                         double* buf, int64_t n);
+  int64_t (*adagrad_f32)(const math::AdagradHyper<float>& h, float* p, const float* g, float* sum, int64_t n);
+  int64_t (*adagrad_f64)(const math::AdagradHyper<double>& h, double* p, const double* g, double* sum, int64_t n);
   // bfloat16 relu and its gradient (out = y > threshold ? g : 0) through float32 lanes: each
   // element widened, math's formula, rounded as bf16_from_f32 (cpu/nn.cpp does the tail).
   int64_t (*bf16_relu)(const uint16_t* x, uint16_t* y, int64_t n);
@@ -87,6 +95,22 @@ inline int64_t adam(const Kernels& k, const math::AdamHyper<float>& h, float* p,
 inline int64_t adam(const Kernels& k, const math::AdamHyper<double>& h, double* p, const double* g, double* m,
                     double* v, int64_t n) {
   return k.adam_f64(h, p, g, m, v, n);
+}
+inline int64_t rmsprop(const Kernels& k, const math::RmspropHyper<float>& h, float* p, const float* g, float* s,
+                       float* a, float* buf, int64_t n) {
+  return k.rmsprop_f32(h, p, g, s, a, buf, n);
+}
+inline int64_t rmsprop(const Kernels& k, const math::RmspropHyper<double>& h, double* p, const double* g, double* s,
+                       double* a, double* buf, int64_t n) {
+  return k.rmsprop_f64(h, p, g, s, a, buf, n);
+}
+inline int64_t adagrad(const Kernels& k, const math::AdagradHyper<float>& h, float* p, const float* g, float* sum,
+                       int64_t n) {
+  return k.adagrad_f32(h, p, g, sum, n);
+}
+inline int64_t adagrad(const Kernels& k, const math::AdagradHyper<double>& h, double* p, const double* g,
+                       double* sum, int64_t n) {
+  return k.adagrad_f64(h, p, g, sum, n);
 }
 
 // The level tables, defined in vec_<level>.cpp (reach them through kernels_for); kAvx2 and
