@@ -1,14 +1,12 @@
 // SGD, Adam, AdamW, RMSprop, Adagrad: each step_group is PyTorch's single-tensor update written
-// with gradlab's in-place ops (run under NoGradGuard by Optimizer::step): the composite path. SGD /
-// Adam / AdamW / RMSprop / Adagrad first try the same formula as one fused pass
-// (backend/math/optim.hpp): a vectorized loop over the intra-op threads on a contiguous float32 /
-// float64 CPU parameter whose grad and state are contiguous and of its dtype
-// (backend/cpu/optim.cpp); for SGD / Adam / AdamW also a kernel on a CUDA parameter
-// (backend/cuda/optim.cuh; RMSprop and Adagrad keep the composite ops on CUDA). Anything else
-// (maximize, amsgrad, strided or half tensors, mixed dtypes) takes the composite path, which stays
-// the reference for the fused one: on the CPU it gives the same bits
-// (kern::set_cpu_fused_step(false) turns the fused path off; checks/optim/fused_step_test.cpp
-// compares the two).
+// with gradlab's in-place ops (run under NoGradGuard by Optimizer::step): the composite path. Each
+// first tries the same formula as one fused pass (backend/math/optim.hpp): a vectorized loop over
+// the intra-op threads on a contiguous float32 / float64 CPU parameter whose grad and state are
+// contiguous and of its dtype (backend/cpu/optim.cpp); SGD / Adam / AdamW also a kernel on a CUDA
+// parameter (backend/cuda/optim.cuh; RMSprop and Adagrad keep the composite ops there). Anything
+// else (maximize, amsgrad, strided or half tensors, mixed dtypes) takes the composite path, the
+// reference for the fused one: on the CPU the same bits (kern::set_cpu_fused_step(false) turns the
+// fused path off; checks/optim/fused_step_test.cpp compares the two).
 
 #include <cmath>
 #include <functional>
