@@ -114,45 +114,7 @@ void FlattenImpl::pretty_print(std::ostream& os) const {
   os << "Flatten(start_dim=" << options.start_dim() << ", end_dim=" << options.end_dim() << ")";
 }
 
-// ---- activations -------------------------------------------------------------------------------
-
-Tensor ReLUImpl::forward(const Tensor& x) { return relu(x); }
-
-Tensor LeakyReLUImpl::forward(const Tensor& x) { return leaky_relu(x, options.negative_slope()); }
-void LeakyReLUImpl::pretty_print(std::ostream& os) const {
-  os << "LeakyReLU(negative_slope=" << options.negative_slope() << ")";
-}
-
-Tensor SoftplusImpl::forward(const Tensor& x) { return softplus(x, options.beta(), options.threshold()); }
-void SoftplusImpl::pretty_print(std::ostream& os) const {
-  os << "Softplus(beta=" << options.beta() << ", threshold=" << options.threshold() << ")";
-}
-
-GELUImpl::GELUImpl(const GELUOptions& o) : options(o) {
-  GRADLAB_CHECK(o.approximate() == "none" || o.approximate() == "tanh", ValueError, "GELU",
-                "unknown approximation", "\"none\" or \"tanh\"", "\"" + o.approximate() + "\"");
-}
-Tensor GELUImpl::forward(const Tensor& x) {
-  if (options.approximate() == "none") return gelu(x);
-  // 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))
-  const double k = std::sqrt(2.0 / std::numbers::pi);
-  return 0.5 * x * (1 + tanh(k * (x + 0.044715 * x * x * x)));
-}
-void GELUImpl::pretty_print(std::ostream& os) const {
-  os << "GELU(approximate='" << options.approximate() << "')";
-}
-
-Tensor TanhImpl::forward(const Tensor& x) { return tanh(x); }
-Tensor SigmoidImpl::forward(const Tensor& x) { return sigmoid(x); }
-
-Tensor SoftmaxImpl::forward(const Tensor& x) { return softmax(x, options.dim()); }
-void SoftmaxImpl::pretty_print(std::ostream& os) const {
-  os << "Softmax(dim=" << options.dim() << ")";
-}
-Tensor LogSoftmaxImpl::forward(const Tensor& x) { return log_softmax(x, options.dim()); }
-void LogSoftmaxImpl::pretty_print(std::ostream& os) const {
-  os << "LogSoftmax(dim=" << options.dim() << ")";
-}
+// ---- activations: nn/activation.cpp -------------------------------------------------------------
 
 // ---- Dropout ---------------------------------------------------------------------------------
 
@@ -454,6 +416,9 @@ void ConvTranspose2dImpl::pretty_print(std::ostream& os) const {
 
 Tensor MaxPool2dImpl::forward(const Tensor& input) {
   check_input("MaxPool2d", input);
+  GRADLAB_CHECK(!options.ceil_mode(), ValueError, "MaxPool2d", "ceil_mode is not supported by gradlab",
+                "ceil_mode(false)", "ceil_mode(true)",
+                "pad the input on the bottom / right so the last window fits");
   return max_pool2d(input, options.kernel_size(), options.stride(), options.padding(),
                     options.dilation());
 }
