@@ -447,6 +447,71 @@ inline std::vector<Snippet> snippets() {
          return torch::cat({y.flatten(), z.flatten(), torch::full({1}, static_cast<double>(list->size()), f64())});
        },
        kSame},
+      // ---- distances, padding, one-hot, huber, kl_div ------------------------------------------
+      {"F_normalize", {kX23}, [](V in) { return F::normalize(in[0], F::NormalizeFuncOptions().p(2).dim(1)); },
+       kSame},
+      {"F_normalize_p1_dim0", {kX23},
+       [](V in) { return F::normalize(in[0], F::NormalizeFuncOptions().p(1).dim(0).eps(1e-6)); }},
+      {"F_cosine_similarity", {kX23, kY23},
+       [](V in) { return F::cosine_similarity(in[0], in[1], F::CosineSimilarityFuncOptions().dim(1)); }},
+      {"F_pairwise_distance", {kX23, kY23},
+       [](V in) { return F::pairwise_distance(in[0], in[1], F::PairwiseDistanceFuncOptions().keepdim(true)); },
+       kNameDiffers},
+      {"F_pairwise_distance_p1", {kX23, kY23},
+       [](V in) { return F::pairwise_distance(in[0], in[1], F::PairwiseDistanceFuncOptions().p(1).eps(1e-3)); },
+       kNameDiffers},
+      {"F_one_hot", {},
+       [](V) {
+         Tensor idx = torch::tensor(std::vector<int64_t>{2, 0, 3});
+         return torch::cat({F::one_hot(idx, 5).flatten(), F::one_hot(idx).flatten()}).to(torch::kFloat64);
+       }},
+      {"F_one_hot_out_of_range", {},
+       [](V) { return F::one_hot(torch::tensor(std::vector<int64_t>{2, 5}), 4).to(torch::kFloat64); }},
+      {"F_pad_constant", {wave({1, 2, 2, 3}, 0.2)},
+       [](V in) { return F::pad(in[0], F::PadFuncOptions({1, 2, 0, 1}).value(0.5)); }, kNameDiffers},
+      {"F_pad_crop", {kX23}, [](V in) { return F::pad(in[0], F::PadFuncOptions({-1, 1})); }, kNameDiffers},
+      {"F_pad_reflect", {wave({1, 1, 3, 4}, 0.2)},
+       [](V in) { return F::pad(in[0], F::PadFuncOptions({1, 1, 1, 1}).mode(torch::kReflect)); }, kThrowsInGradlab},
+      {"huber_loss_top", {kX23, kY23}, [](V in) { return torch::huber_loss(in[0], in[1].detach(), 1, 0.7); },
+       kNameDiffers},
+      {"F_huber_loss_options", {kX23, kY23},
+       [](V in) {
+         return F::huber_loss(in[0], in[1].detach(), F::HuberLossFuncOptions().reduction(torch::kNone).delta(0.5));
+       },
+       kNameDiffers},
+      {"kl_div_top", {kX23, kY23},
+       [](V in) { return torch::kl_div(torch::log_softmax(in[0], 1), torch::softmax(in[1], 1).detach(), 1, false); },
+       kSame},
+      {"F_kl_div_batchmean", {kX23, kY23},
+       [](V in) {
+         return F::kl_div(torch::log_softmax(in[0], 1), torch::softmax(in[1], 1).detach(),
+                          F::KLDivFuncOptions(torch::kBatchMean));
+       },
+       kNameDiffers},
+      {"F_kl_div_log_target", {kX23, kY23},
+       [](V in) {
+         return F::kl_div(torch::log_softmax(in[0], 1), torch::log_softmax(in[1], 1),
+                          F::KLDivFuncOptions().reduction(torch::kSum).log_target(true));
+       },
+       kSame},
+      {"nn_loss_modules", {kX23, kY23},
+       [](V in) {
+         namespace nn = torch::nn;
+         Tensor y = in[1].detach();
+         return torch::stack({nn::SmoothL1Loss(nn::SmoothL1LossOptions().beta(0.5))(in[0], y),
+                              nn::HuberLoss(nn::HuberLossOptions(torch::kSum).delta(0.5))(in[0], y),
+                              nn::KLDivLoss(nn::KLDivLossOptions(torch::kBatchMean))(torch::log_softmax(in[0], 1),
+                                                                                      torch::softmax(y, 1))});
+       },
+       kNameDiffers},
+      {"nn_unflatten_zeropad", {kX23},
+       [](V in) {
+         namespace nn = torch::nn;
+         Tensor u = nn::Unflatten(nn::UnflattenOptions(1, {3, 1}))(in[0]);
+         Tensor z = nn::ZeroPad2d(nn::ZeroPad2dOptions({1, 0, 2, 1}))(in[0].reshape({1, 1, 2, 3}));
+         return torch::cat({u.flatten() * 2, z.flatten(), torch::tensor(std::vector<double>{static_cast<double>(u.dim())}, f64())});
+       },
+       kSame},
   };
 }
 

@@ -172,6 +172,51 @@ TEST(ActivationParity, ClearErrors) {
               HasSubstr("prelu: the number of weights must be 1 or the input's channel count (dim 1); expected 3 weights, got 2"));
 }
 
+TEST(ActivationParity, DistancesAndPadGradcheck) {
+  Tensor a = rnd64({3, 4}, 13), b = rnd64({3, 4}, 14);
+  EXPECT_TRUE(grad_ok([](const TensorList& in) { return F::normalize(in[0]); }, {a}, "normalize"));
+  EXPECT_TRUE(grad_ok([](const TensorList& in) { return F::normalize(in[0], F::NormalizeFuncOptions().p(3).dim(0)); },
+                      {a}, "normalize p3"));
+  EXPECT_TRUE(grad_ok([](const TensorList& in) { return F::cosine_similarity(in[0], in[1]); }, {a, b},
+                      "cosine_similarity"));
+  EXPECT_TRUE(grad_ok([](const TensorList& in) { return F::pairwise_distance(in[0], in[1]); }, {a, b},
+                      "pairwise_distance"));
+  EXPECT_TRUE(grad_ok(
+      [](const TensorList& in) { return F::pad(in[0].reshape({1, 3, 4}), F::PadFuncOptions({2, -1, 1, 0}).value(0.5)); },
+      {a}, "pad"));
+  // cosine of a row with itself is 1; the distance of a row to itself is ‖eps‖
+  EXPECT_TRUE(allclose(F::cosine_similarity(a, a), ones({3}, TensorOptions().dtype(kFloat64))));
+  EXPECT_NEAR(F::pairwise_distance(a, a).max().item<double>(), 2e-6, 1e-15);  // sqrt(4) * 1e-6
+  Tensor x = d64({1, 2, 3, 4, 5, 6}, {1, 2, 3});
+  EXPECT_THAT(vals(F::pad(x, F::PadFuncOptions({1, -1}))), ElementsAre(0, 1, 2, 0, 4, 5));
+  EXPECT_THAT(error_of<ValueError>([&] { F::pad(x, F::PadFuncOptions({1, 1}).mode(kReflect)); }),
+              HasSubstr("pad: only constant padding is implemented; expected mode kConstant, got kReflect"));
+  EXPECT_THAT(error_of<ShapeError>([&] { F::pad(x, F::PadFuncOptions({1, 1, 1})); }), HasSubstr("pairs"));
+  EXPECT_THAT(vals(nn::ZeroPad2d(1)(x)).size(), 4u * 5u);
+  EXPECT_THAT(error_of<ValueError>([] { nn::ZeroPad2d(nn::ZeroPad2dOptions({1, 2})); }), HasSubstr("one number or four"));
+  EXPECT_EQ(nn::Unflatten(nn::UnflattenOptions(-1, {-1, 1}))(x).sizes(), Shape({1, 2, 3, 1}));
+  EXPECT_THAT(error_of<ShapeError>([&] { nn::Unflatten(nn::UnflattenOptions(2, {2, 2}))(x); }),
+              HasSubstr("the sizes must multiply to the size of dim 2"));
+}
+
+TEST(ActivationParity, OneHotAndKlDiv) {
+  Tensor idx = from_vector(std::vector<int64_t>{2, 0}, {2});
+  EXPECT_THAT(one_hot(idx).to_vector<int64_t>(), ElementsAre(0, 0, 1, 1, 0, 0));
+  EXPECT_EQ(one_hot(idx, 4).sizes(), Shape({2, 4}));
+  EXPECT_THAT(error_of<ValueError>([&] { one_hot(idx, 2); }), HasSubstr("smaller than num_classes"));
+  EXPECT_THAT(error_of<DTypeError>([&] { one_hot(idx.to(kFloat64)); }), HasSubstr("index tensors"));
+  // kBatchMean: the summed KL over the batch size; a target of 0 contributes 0 (0 log 0 = 0)
+  Tensor q = rnd64({4, 3}, 15);
+  Tensor logq = log_softmax(q, 1);
+  Tensor p = d64({0.5, 0.5, 0.0, 0.2, 0.3, 0.5, 1.0, 0.0, 0.0, 0.1, 0.1, 0.8}, {4, 3});
+  Tensor bm = F::kl_div(logq, p, F::KLDivFuncOptions(kBatchMean));
+  EXPECT_NEAR(bm.item<double>(), F::kl_div(logq, p, F::KLDivFuncOptions(kSum)).item<double>() / 4, 1e-15);
+  EXPECT_TRUE(std::isfinite(bm.item<double>()));
+  bm.backward();
+  EXPECT_TRUE(isfinite(q.grad()).all().item<bool>());
+  EXPECT_NEAR(nn::KLDivLoss(nn::KLDivLossOptions(kBatchMean))(logq, p).item<double>(), bm.item<double>(), 1e-15);
+}
+
 // ---- modules -----------------------------------------------------------------------------------
 
 TEST(ActivationModules, PReLUHasOneLearnableWeightPerChannel) {

@@ -14,6 +14,8 @@
 // reduction), as LibTorch's functional layer does; the op table tests those ops.
 
 #include <cstdint>
+#include <optional>
+#include <vector>
 
 #include "gradlab/core/generator.hpp"
 #include "gradlab/core/tensor.hpp"
@@ -306,6 +308,70 @@ Tensor l1_loss(const Tensor& input, const Tensor& target, const L1LossFuncOption
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target,
                       const SmoothL1LossFuncOptions& options, std::optional<double> beta = std::nullopt,
                       Site site = {});
+
+// ---- distances, padding, one-hot, huber / kl_div (LibTorch's option structs) -------------------
+/// F::normalize(x, F::NormalizeFuncOptions().p(2).dim(1).eps(1e-12)): x / max(‖x‖_p along dim, eps).
+struct NormalizeFuncOptions {
+  GRADLAB_ARG(double, p) = 2.0;
+  GRADLAB_ARG(int64_t, dim) = 1;
+  GRADLAB_ARG(double, eps) = 1e-12;
+};
+Tensor normalize(const Tensor& input, const NormalizeFuncOptions& options = {}, Site site = {});
+/// F::cosine_similarity(a, b, F::CosineSimilarityFuncOptions().dim(1).eps(1e-8)):
+/// Σ (a / max(‖a‖, eps)) (b / max(‖b‖, eps)) along dim (a and b broadcast).
+struct CosineSimilarityFuncOptions {
+  GRADLAB_ARG(int64_t, dim) = 1;
+  GRADLAB_ARG(double, eps) = 1e-8;
+};
+Tensor cosine_similarity(const Tensor& x1, const Tensor& x2,
+                         const CosineSimilarityFuncOptions& options = {}, Site site = {});
+/// F::pairwise_distance(a, b, F::PairwiseDistanceFuncOptions().p(2).eps(1e-6)): ‖a - b + eps‖_p
+/// along the last dim.
+struct PairwiseDistanceFuncOptions {
+  GRADLAB_ARG(double, p) = 2.0;
+  GRADLAB_ARG(double, eps) = 1e-6;
+  GRADLAB_ARG(bool, keepdim) = false;
+};
+Tensor pairwise_distance(const Tensor& x1, const Tensor& x2,
+                         const PairwiseDistanceFuncOptions& options = {}, Site site = {});
+/// F::pad(x, F::PadFuncOptions({left, right, top, bottom, ...}).value(v)): pairs from the last dim
+/// backwards; a negative amount crops. Only kConstant; kReflect, kReplicate, kCircular throw.
+struct PadFuncOptions {
+  PadFuncOptions(std::vector<int64_t> pad) : pad_(std::move(pad)) {}  // NOLINT
+  GRADLAB_ARG(std::vector<int64_t>, pad);
+  GRADLAB_ARG(PadMode, mode) = kConstant;
+  GRADLAB_ARG(double, value) = 0.0;
+};
+Tensor pad(const Tensor& input, const PadFuncOptions& options, Site site = {});
+using gradlab::one_hot;
+/// F::huber_loss(x, y, F::HuberLossFuncOptions().reduction(torch::kSum).delta(0.5)).
+struct HuberLossFuncOptions {
+  HuberLossFuncOptions(Reduction reduction = kMean) : reduction_(reduction) {}  // NOLINT
+  GRADLAB_ARG(Reduction, reduction);
+  GRADLAB_ARG(double, delta) = 1.0;
+};
+Tensor huber_loss(const Tensor& input, const Tensor& target, const HuberLossFuncOptions& options = {},
+                  Site site = {});
+/// F::kl_div(logq, p, F::KLDivFuncOptions(torch::kBatchMean).log_target(false)); the reduction is
+/// kNone, kMean (over every element), kSum or kBatchMean (the sum / the batch size).
+struct KLDivFuncOptions {
+  KLDivFuncOptions(Reduction reduction = kMean) : reduction_(reduction) {}  // NOLINT
+  KLDivFuncOptions(BatchMeanTag) : batch_mean_(true) {}                     // NOLINT
+  KLDivFuncOptions& reduction(Reduction r) {
+    reduction_ = r;
+    batch_mean_ = false;
+    return *this;
+  }
+  KLDivFuncOptions& reduction(BatchMeanTag) {
+    batch_mean_ = true;
+    return *this;
+  }
+  Reduction reduction_ = kMean;
+  bool batch_mean_ = false;
+  GRADLAB_ARG(bool, log_target) = false;
+};
+Tensor kl_div(const Tensor& input, const Tensor& target, const KLDivFuncOptions& options = {},
+              Site site = {});
 
 // ---- a signature of their own ------------------------------------------------------------------
 Tensor softplus(const Tensor& x, const SoftplusFuncOptions& options = {}, Site site = {});

@@ -168,4 +168,64 @@ Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const SmoothL1L
   return gradlab::smooth_l1_loss(input, target, as_int(o.reduction()), beta.value_or(o.beta()), site);
 }
 
+// ---- distances, padding, huber / kl_div -------------------------------------------------------------
+Tensor normalize(const Tensor& input, const NormalizeFuncOptions& o, Site site) {
+  Tensor n = clamp(norm(input, Scalar(o.p()), o.dim(), /*keepdim=*/true, site), o.eps(), std::nullopt, site);
+  return div(input, n, site);
+}
+Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, const CosineSimilarityFuncOptions& o,
+                         Site site) {
+  auto unit = [&](const Tensor& x) {
+    return div(x, clamp(norm(x, Scalar(2.0), o.dim(), /*keepdim=*/true, site), o.eps(), std::nullopt, site), site);
+  };
+  return sum(mul(unit(x1), unit(x2), site), Dims{o.dim()}, /*keepdim=*/false, site);
+}
+Tensor pairwise_distance(const Tensor& x1, const Tensor& x2, const PairwiseDistanceFuncOptions& o,
+                         Site site) {
+  return norm(add(sub(x1, x2, site), o.eps(), site), Scalar(o.p()), -1, o.keepdim(), site);
+}
+// pad = {left, right} of the last dim, then of the one before, ...; a negative amount crops
+Tensor pad(const Tensor& input, const PadFuncOptions& o, Site site) {
+  const std::vector<int64_t>& p = o.pad();
+  GRADLAB_CHECK(o.mode() == kConstant, ValueError, "pad", "only constant padding is implemented",
+                "mode kConstant", o.mode() == kReflect ? "kReflect" : o.mode() == kReplicate ? "kReplicate" : "kCircular",
+                "build it from narrow + cat, or pad with a constant");
+  GRADLAB_CHECK(input.defined(), ValueError, "pad", "input is undefined", "a tensor", "Tensor()");
+  GRADLAB_CHECK(p.size() % 2 == 0 && static_cast<int64_t>(p.size()) / 2 <= input.dim(), ShapeError, "pad",
+                "the padding must be pairs (left, right) for at most every dim",
+                "an even length <= " + std::to_string(2 * input.dim()), std::to_string(p.size()) + " values");
+  Tensor out = input;
+  for (size_t i = 0; i < p.size() / 2; ++i) {
+    const int64_t dim = input.dim() - 1 - static_cast<int64_t>(i);
+    const int64_t left = p[2 * i], right = p[2 * i + 1];
+    const int64_t size = out.size(dim);
+    GRADLAB_CHECK(size + std::min<int64_t>(left, 0) + std::min<int64_t>(right, 0) >= 0, ShapeError, "pad",
+                  "cropping more than the dim holds", "at most " + std::to_string(size) + " removed along dim " + std::to_string(dim),
+                  std::to_string(-std::min<int64_t>(left, 0) - std::min<int64_t>(right, 0)));
+    if (left < 0 || right < 0) {
+      const int64_t start = std::max<int64_t>(-left, 0);
+      out = narrow(out, dim, start, size - start - std::max<int64_t>(-right, 0), site);
+    }
+    TensorList parts;
+    auto block = [&](int64_t n) {
+      Shape s = out.sizes();
+      s[static_cast<size_t>(dim)] = n;
+      return full(s, o.value(), out.options());
+    };
+    if (left > 0) parts.push_back(block(left));
+    parts.push_back(out);
+    if (right > 0) parts.push_back(block(right));
+    if (parts.size() > 1) out = cat(parts, dim, site);
+  }
+  return out;
+}
+Tensor huber_loss(const Tensor& input, const Tensor& target, const HuberLossFuncOptions& o, Site site) {
+  return gradlab::huber_loss(input, target, as_int(o.reduction()), o.delta(), site);
+}
+Tensor kl_div(const Tensor& input, const Tensor& target, const KLDivFuncOptions& o, Site site) {
+  if (!o.batch_mean_) return gradlab::kl_div(input, target, as_int(o.reduction_), o.log_target(), site);
+  Tensor total = gradlab::kl_div(input, target, as_int(kSum), o.log_target(), site);
+  return input.dim() == 0 ? total : div(total, static_cast<double>(input.size(0)), site);
+}
+
 }  // namespace gradlab::nn::functional

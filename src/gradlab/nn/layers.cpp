@@ -114,6 +114,46 @@ void FlattenImpl::pretty_print(std::ostream& os) const {
   os << "Flatten(start_dim=" << options.start_dim() << ", end_dim=" << options.end_dim() << ")";
 }
 
+// [..., n, ...] -> [..., s0, s1, ..., ...] with Π s = n (one s may be -1)
+Tensor UnflattenImpl::forward(const Tensor& input) {
+  check_input("Unflatten", input);
+  const int64_t d = wrap_dim(options.dim(), input.dim(), "Unflatten");
+  Shape s;
+  for (int64_t k = 0; k < input.dim(); ++k) {
+    if (k != d) {
+      s.push_back(input.size(k));
+      continue;
+    }
+    int64_t known = 1, unknown = 0;
+    for (int64_t v : options.sizes()) {
+      if (v == -1) ++unknown;
+      else known *= v;
+    }
+    GRADLAB_CHECK(unknown <= 1 && (unknown ? known > 0 && input.size(d) % known == 0 : known == input.size(d)),
+                  ShapeError, "Unflatten", "the sizes must multiply to the size of dim " + std::to_string(d),
+                  "sizes whose product is " + std::to_string(input.size(d)),
+                  shape_str(Shape(options.sizes())) + " for input " + shape_str(input.sizes()));
+    for (int64_t v : options.sizes()) s.push_back(v == -1 ? input.size(d) / known : v);
+  }
+  return input.reshape(s);
+}
+void UnflattenImpl::pretty_print(std::ostream& os) const {
+  os << "Unflatten(dim=" << options.dim() << ", unflattened_size=" << shape_str(Shape(options.sizes())) << ")";
+}
+
+ZeroPad2dImpl::ZeroPad2dImpl(const ZeroPad2dOptions& o) : options(o) {
+  GRADLAB_CHECK(o.padding().size() == 4, ValueError, "ZeroPad2d", "padding must be one number or four",
+                "{left, right, top, bottom}", std::to_string(o.padding().size()) + " values");
+}
+Tensor ZeroPad2dImpl::forward(const Tensor& input) {
+  check_input("ZeroPad2d", input);
+  return functional::pad(input, functional::PadFuncOptions(options.padding()));
+}
+void ZeroPad2dImpl::pretty_print(std::ostream& os) const {
+  const auto& p = options.padding();
+  os << "ZeroPad2d(padding=[" << p[0] << ", " << p[1] << ", " << p[2] << ", " << p[3] << "])";
+}
+
 // ---- activations: nn/activation.cpp -------------------------------------------------------------
 
 // ---- Dropout ---------------------------------------------------------------------------------

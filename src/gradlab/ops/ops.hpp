@@ -277,5 +277,17 @@ Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, int64_t reducti
 /// target has self's shape; weight (optional) broadcasts to it. Mean divides by the element count.
 Tensor binary_cross_entropy(const Tensor& self, const Tensor& target, const Tensor& weight = {},
                             int64_t reduction = 1, Site site = {});
+/// 0.5 d² where |d| < delta, else delta (|d| - 0.5 delta), d = input - target (torch::huber_loss;
+/// delta * smooth_l1_loss with beta = delta); delta > 0.
+Tensor huber_loss(const Tensor& input, const Tensor& target, int64_t reduction = 1, double delta = 1.0,
+                  Site site = {});
+/// KL divergence with input = log q: target (log target - input), 0 where target is 0; with
+/// log_target, target holds log p: exp(target) (target - input) (torch::kl_div). The mean is over
+/// every element; nn::functional's kBatchMean divides the sum by the batch size instead.
+Tensor kl_div(const Tensor& input, const Tensor& target, int64_t reduction = 1, bool log_target = false,
+              Site site = {});
+/// int64 class indices [...] -> int64 [..., num_classes] with a 1 at each index (torch::one_hot);
+/// num_classes -1 takes max + 1. No gradient (an integer result).
+Tensor one_hot(const Tensor& self, int64_t num_classes = -1);
 
 }  // namespace gradlab

@@ -419,6 +419,19 @@ const std::map<std::string, std::string>& op_table_exemptions() {
       {"softmin",
        "nn::functional::softmin = softmax(-x, dim): the softmax and neg rows (and "
        "checks/nn/activation_parity_test.cpp)"},
+      {"one_hot", "int64 result: no gradient (checks/nn/activation_parity_test.cpp checks its values and errors)"},
+      {"normalize",
+       "nn::functional::normalize = x / clamp(norm(x, p, dim), eps), composed in nn/: the norm, clamp and div rows, "
+       "and a float64 gradcheck in checks/nn/activation_parity_test.cpp"},
+      {"cosine_similarity",
+       "nn::functional::cosine_similarity, composed in nn/ from norm, clamp, div, mul, sum: gradchecked in "
+       "float64 in checks/nn/activation_parity_test.cpp"},
+      {"pairwise_distance",
+       "nn::functional::pairwise_distance = norm(x1 - x2 + eps, p, -1): the norm row, and a float64 gradcheck "
+       "in checks/nn/activation_parity_test.cpp"},
+      {"pad",
+       "nn::functional::pad (constant mode) is narrow + cat with constant blocks: those rows, and a float64 "
+       "gradcheck in checks/nn/activation_parity_test.cpp"},
       {"cuda",
        "to(Device(kCUDA)): every row runs through it in the CUDA parity checks (checks/cuda)"},
       {"cpu",
