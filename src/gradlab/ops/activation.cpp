@@ -1,7 +1,8 @@
 // LibTorch's other activations (torch::elu, selu, celu, silu, mish, hardtanh, relu6, log_sigmoid,
 // hardswish, hardsigmoid, glu, threshold, prelu) and their in-place forms, each composed from the
-// primitives (DESIGN: composites first). checks/nn/activation_parity_test.cpp gradchecks every one
-// in float64; the compatibility corpus compares values and gradients with LibTorch 1.13.
+// primitives (DESIGN: composites first). Each is an op-table row (testing/op_table/activation.cpp:
+// float64 reference, gradcheck, gradgradcheck); the compatibility corpus compares values and
+// gradients with LibTorch 1.13.
 
 #include <cmath>
 #include <functional>
