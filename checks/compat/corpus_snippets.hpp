@@ -12,6 +12,7 @@
 // Flags mark deliberate differences (docs/libtorch_parity.md lists each one with its reason);
 // the gradlab half checks that a flagged difference is still there, so a fix shows up too.
 
+#include <cmath>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -96,6 +97,19 @@ struct DoubleInPlace : torch::autograd::Function<DoubleInPlace> {
 inline const Input kX23{{0.5, -1.25, 2.0, 0.75, 1.5, -0.25}, {2, 3}};
 inline const Input kY23{{0.1, 0.2, -0.3, 1.0, -2.0, 0.5}, {2, 3}};
 inline const Input kW32{{1.0, -0.5, 0.25, 2.0, -1.5, 0.75}, {3, 2}};
+inline const Input kW3{{0.25, -0.5, 2.0}, {3}};
+inline const Input kW1{{0.1}, {1}};
+
+/// n values in about [-1.5, 1.5] that do not repeat (no ties for max pooling), of `shape`.
+inline Input wave(std::vector<int64_t> shape, double phase) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  std::vector<double> v;
+  for (int64_t i = 0; i < n; ++i) v.push_back(1.5 * std::sin(1.3 * static_cast<double>(i) + phase) + 0.01 * static_cast<double>(i));
+  return {v, shape};
+}
+
+namespace F = torch::nn::functional;
 
 inline std::vector<Snippet> snippets() {
   using V = const std::vector<Tensor>&;
@@ -232,6 +246,272 @@ inline std::vector<Snippet> snippets() {
          return y;
        },
        kGradDiffers | kNameDiffers},
+      // ---- activations, top level (torch::elu, ...) ----------------------------------------
+      {"elu_alpha", {kX23}, [](V in) { return torch::elu(in[0], 0.5); }, kNameDiffers},
+      {"elu_scales", {kX23}, [](V in) { return torch::elu(in[0], 0.7, 1.5, 2.0); }, kNameDiffers},
+      {"selu", {kX23}, [](V in) { return torch::selu(in[0]); }, kNameDiffers},
+      {"celu_alpha", {kX23}, [](V in) { return torch::celu(in[0], 0.5); }, kNameDiffers},
+      {"silu", {kX23}, [](V in) { return torch::silu(in[0]); }, kNameDiffers},
+      {"mish", {kX23}, [](V in) { return torch::mish(in[0]); }, kNameDiffers},
+      {"hardtanh_bounds", {kX23}, [](V in) { return torch::hardtanh(in[0], -0.5, 1.0); }, kNameDiffers},
+      {"relu6", {kX23}, [](V in) { return torch::relu6(in[0] * 3.5); }, kNameDiffers},
+      {"log_sigmoid", {kX23}, [](V in) { return torch::log_sigmoid(in[0] * 3); }, kNameDiffers},
+      {"hardswish", {kX23}, [](V in) { return torch::hardswish(in[0] * 2.5); }, kNameDiffers},
+      // NOTE: LibTorch 1.13's hardsigmoid backward multiplies by float(1 / 6) even in float64
+      // (0.41666667908 where 2.5 / 6 = 0.41666666667); gradlab's gradient is the exact one.
+      {"hardsigmoid", {kX23}, [](V in) { return torch::hardsigmoid(in[0] * 2.5); }, kNameDiffers | kGradDiffers},
+      {"glu_dim0", {kX23}, [](V in) { return torch::glu(in[0], 0); }, kNameDiffers},
+      {"glu_odd_size", {kX23}, [](V in) { return torch::glu(in[0]); }},
+      {"threshold", {kX23}, [](V in) { return torch::threshold(in[0], 0.6, -2.0); }, kNameDiffers},
+      {"prelu_channels", {kX23, kW3}, [](V in) { return torch::prelu(in[0], in[1]); }, kNameDiffers},
+      {"prelu_one_weight", {kX23, kW1}, [](V in) { return torch::prelu(in[0], in[1]); }, kNameDiffers},
+      {"relu_inplace_top", {kX23},
+       [](V in) {
+         Tensor y = in[0] * 1;
+         torch::relu_(y);
+         return y;
+       },
+       kNameDiffers},
+      {"leaky_relu_inplace_top", {kX23},
+       [](V in) {
+         Tensor y = in[0] * 1;
+         torch::leaky_relu_(y, 0.2);
+         return y;
+       },
+       kNameDiffers},
+      // ---- activations, F:: with option structs -----------------------------------------------
+      {"F_elu_options", {kX23}, [](V in) { return F::elu(in[0], F::ELUFuncOptions().alpha(0.5)); }, kNameDiffers},
+      {"F_elu_inplace", {kX23},
+       [](V in) {
+         Tensor y = in[0] * 1;
+         F::elu(y, F::ELUFuncOptions().alpha(0.5).inplace(true));
+         return y;
+       },
+       kNameDiffers},
+      {"F_selu", {kX23}, [](V in) { return F::selu(in[0]); }, kNameDiffers},
+      {"F_celu_options", {kX23}, [](V in) { return F::celu(in[0], F::CELUFuncOptions().alpha(2.0)); }, kNameDiffers},
+      {"F_hardtanh_options", {kX23},
+       [](V in) { return F::hardtanh(in[0], F::HardtanhFuncOptions().min_val(-0.5).max_val(1.0)); }, kNameDiffers},
+      {"F_hardtanh_inplace", {kX23},
+       [](V in) {
+         Tensor y = in[0] * 1;
+         F::hardtanh(y, F::HardtanhFuncOptions().min_val(-0.5).max_val(1.0).inplace(true));
+         return y;
+       },
+       kNameDiffers},
+      {"F_relu6", {kX23}, [](V in) { return F::relu6(in[0] * 3.5); }, kNameDiffers},
+      {"F_relu_inplace", {kX23},
+       [](V in) {
+         Tensor y = in[0] * 1;
+         F::relu(y, F::ReLUFuncOptions().inplace(true));
+         return y;
+       },
+       kNameDiffers},
+      {"F_leaky_relu_options", {kX23},
+       [](V in) { return F::leaky_relu(in[0], F::LeakyReLUFuncOptions().negative_slope(0.2)); }},
+      {"F_leaky_relu_inplace", {kX23},
+       [](V in) {
+         Tensor y = in[0] * 1;
+         F::leaky_relu(y, F::LeakyReLUFuncOptions().negative_slope(0.2).inplace(true));
+         return y;
+       },
+       kNameDiffers},
+      {"F_threshold_options", {kX23}, [](V in) { return F::threshold(in[0], F::ThresholdFuncOptions(0.6, -2.0)); },
+       kNameDiffers},
+      {"F_glu_options", {kX23}, [](V in) { return F::glu(in[0], F::GLUFuncOptions(0)); }, kNameDiffers},
+      {"F_gelu_none", {kX23}, [](V in) { return F::gelu(in[0], F::GELUFuncOptions().approximate("none")); }},
+      {"F_gelu_tanh", {kX23}, [](V in) { return F::gelu(in[0], F::GELUFuncOptions().approximate("tanh")); },
+       kNameDiffers},
+      {"F_silu_mish", {kX23}, [](V in) { return F::silu(in[0]) + F::mish(in[0] * 2); }},
+      {"F_logsigmoid", {kX23}, [](V in) { return F::logsigmoid(in[0] * 3); }, kNameDiffers},
+      {"F_softsign", {kX23}, [](V in) { return F::softsign(in[0]); }},
+      {"F_tanhshrink", {kX23}, [](V in) { return F::tanhshrink(in[0]); }},
+      {"F_softmin", {kX23}, [](V in) { return F::softmin(in[0], F::SoftminFuncOptions(1)); }, kNameDiffers},
+      {"F_softmax_options", {kX23}, [](V in) { return F::softmax(in[0], F::SoftmaxFuncOptions(1)); }, kNameDiffers},
+      {"F_log_softmax_options", {kX23},
+       [](V in) { return F::log_softmax(in[0], F::LogSoftmaxFuncOptions(0)); }, kNameDiffers},
+      {"F_prelu", {kX23, kW3}, [](V in) { return F::prelu(in[0], in[1]); }, kNameDiffers},
+      // ---- layers, F:: with option structs -------------------------------------------------------
+      {"F_conv2d_options", {wave({1, 2, 5, 5}, 0.0), wave({3, 2, 3, 3}, 1.0), wave({3}, 2.0)},
+       [](V in) {
+         return F::conv2d(in[0], in[1], F::Conv2dFuncOptions().bias(in[2]).stride(2).padding(1).dilation(1));
+       },
+       kSame},
+      {"F_conv2d_groups", {wave({1, 4, 5, 5}, 0.5), wave({6, 2, 3, 3}, 1.5), wave({6}, 2.5)},
+       [](V in) {
+         return F::conv2d(in[0], in[1], F::Conv2dFuncOptions().bias(in[2]).padding(1).dilation(2).groups(2));
+       },
+       kNameDiffers},
+      {"F_conv_transpose2d_options", {wave({1, 2, 3, 3}, 0.3), wave({2, 3, 3, 3}, 1.3), wave({3}, 2.3)},
+       [](V in) {
+         return F::conv_transpose2d(
+             in[0], in[1], F::ConvTranspose2dFuncOptions().bias(in[2]).stride(2).padding(1).output_padding(1));
+       },
+       kSame},
+      {"F_max_pool2d_options", {wave({1, 1, 5, 5}, 0.7)},
+       [](V in) { return F::max_pool2d(in[0], F::MaxPool2dFuncOptions(3).stride(2).padding(1)); }},
+      {"F_max_pool2d_ceil_mode", {wave({1, 1, 5, 5}, 0.7)},
+       [](V in) { return F::max_pool2d(in[0], F::MaxPool2dFuncOptions(2).ceil_mode(true)); }, kThrowsInGradlab},
+      {"F_batch_norm_options", {wave({4, 3}, 0.1), kW3, wave({3}, 0.9)},
+       [](V in) {
+         Tensor rm = torch::zeros({3}, f64()), rv = torch::ones({3}, f64());
+         Tensor y = F::batch_norm(in[0], rm, rv,
+                                  F::BatchNormFuncOptions().weight(in[1]).bias(in[2]).training(true).momentum(0.2).eps(1e-3));
+         return torch::cat({y.flatten(), rm, rv});
+       },
+       kSame},
+      {"F_batch_norm_eval", {wave({4, 3}, 0.2), kW3, wave({3}, 0.8)},
+       [](V in) {
+         Tensor rm = torch::tensor(std::vector<double>{0.1, -0.2, 0.3}, f64());
+         Tensor rv = torch::tensor(std::vector<double>{1.5, 0.5, 2.0}, f64());
+         return F::batch_norm(in[0], rm, rv, F::BatchNormFuncOptions().weight(in[1]).bias(in[2]).eps(1e-3));
+       },
+       kNameDiffers},
+      {"F_layer_norm_options", {kX23, kW3, wave({3}, 0.4)},
+       [](V in) { return F::layer_norm(in[0], F::LayerNormFuncOptions({3}).weight(in[1]).bias(in[2]).eps(1e-3)); },
+       kNameDiffers},
+      {"F_unfold_options", {wave({1, 2, 4, 4}, 0.6)},
+       [](V in) { return F::unfold(in[0], F::UnfoldFuncOptions({2, 3}).padding(1).stride(2)); }},
+      {"F_fold_options", {wave({1, 4, 4}, 0.6)},
+       [](V in) { return F::fold(in[0], F::FoldFuncOptions({3, 3}, {2, 2})); }},
+      {"F_embedding_padding_idx", {wave({5, 2}, 0.2)},
+       [](V in) {
+         Tensor idx = torch::tensor(std::vector<int64_t>{0, 2, 0, 4});
+         return F::embedding(idx, in[0], F::EmbeddingFuncOptions().padding_idx(0));
+       },
+       kNameDiffers},
+      // ---- losses, F:: with option structs ------------------------------------------------------
+      {"F_mse_loss_options", {kX23, kY23},
+       [](V in) { return F::mse_loss(in[0], in[1].detach(), F::MSELossFuncOptions(torch::kSum)); }, kNameDiffers},
+      {"F_l1_loss_options", {kX23, kY23},
+       [](V in) { return F::l1_loss(in[0], in[1].detach(), F::L1LossFuncOptions().reduction(torch::kNone)); },
+       kSame},
+      {"F_smooth_l1_loss_options", {kX23, kY23},
+       [](V in) { return F::smooth_l1_loss(in[0], in[1].detach(), F::SmoothL1LossFuncOptions(torch::kSum), 0.5); },
+       kNameDiffers},
+      // ---- modules with options, containers ---------------------------------------------------
+      {"nn_relu_inplace", {kX23},
+       [](V in) {
+         torch::nn::ReLU relu(torch::nn::ReLUOptions().inplace(true));
+         Tensor y = in[0] * 1;
+         relu(y);
+         return y;
+       },
+       kNameDiffers},
+      {"nn_leaky_relu_inplace", {kX23},
+       [](V in) {
+         torch::nn::LeakyReLU act(torch::nn::LeakyReLUOptions().negative_slope(0.2).inplace(true));
+         return act(in[0] * 1);
+       },
+       kNameDiffers},
+      {"nn_log_softmax_options", {kX23},
+       [](V in) { return torch::nn::LogSoftmax(torch::nn::LogSoftmaxOptions(1))(in[0]); }, kNameDiffers},
+      {"nn_prelu", {kX23},
+       [](V in) {
+         torch::nn::PReLU m(torch::nn::PReLUOptions().num_parameters(3));
+         m->to(torch::kFloat64);
+         return m(in[0]) + m->weight.sum();
+       },
+       kSame},
+      {"nn_activation_modules", {kX23},
+       [](V in) {
+         namespace nn = torch::nn;
+         const Tensor& x = in[0];
+         return torch::stack({nn::ELU(nn::ELUOptions().alpha(0.5))(x), nn::SELU()(x), nn::CELU()(x),
+                              nn::Hardtanh(nn::HardtanhOptions().min_val(-0.5))(x), nn::ReLU6()(x * 3.5),
+                              nn::SiLU()(x), nn::Mish()(x), nn::Softsign()(x), nn::Tanhshrink()(x),
+                              nn::LogSigmoid()(x), nn::Threshold(0.6, -2.0)(x), nn::Softmin(1)(x),
+                              nn::GELU(nn::GELUOptions().approximate("tanh"))(x)});
+       },
+       kNameDiffers},
+      {"nn_glu_module", {kX23}, [](V in) { return torch::nn::GLU(torch::nn::GLUOptions(0))(in[0]); }, kNameDiffers},
+      {"nn_functional_in_sequential", {kX23},
+       [](V in) {
+         torch::nn::Sequential seq(torch::nn::Functional(torch::relu), torch::nn::Functional(torch::leaky_relu, 0.2),
+                                   torch::nn::Functional([](Tensor t) { return t * 2 - 1; }),
+                                   torch::nn::Functional(torch::elu, 0.5, 1.0, 1.0));
+         return seq->forward(in[0] - 0.5);
+       },
+       kNameDiffers},
+      {"nn_module_list", {kX23},
+       [](V in) {
+         torch::nn::ModuleList list{torch::nn::Tanh(), torch::nn::ReLU()};
+         list->push_back(torch::nn::Functional([](Tensor t) { return t * 3; }));
+         Tensor y = in[0];
+         for (const auto& m : *list) {
+           if (auto* t = m->as<torch::nn::Tanh>()) y = t->forward(y);
+           else if (auto* r = m->as<torch::nn::ReLU>()) y = r->forward(y - 0.2);
+           else y = m->as<torch::nn::Functional>()->forward(y);
+         }
+         Tensor z = list->ptr<torch::nn::TanhImpl>(0)->forward(in[0]) + list[1]->as<torch::nn::ReLU>()->forward(in[0]);
+         return torch::cat({y.flatten(), z.flatten(), torch::full({1}, static_cast<double>(list->size()), f64())});
+       },
+       kSame},
+      // ---- distances, padding, one-hot, huber, kl_div ------------------------------------------
+      {"F_normalize", {kX23}, [](V in) { return F::normalize(in[0], F::NormalizeFuncOptions().p(2).dim(1)); },
+       kSame},
+      {"F_normalize_p1_dim0", {kX23},
+       [](V in) { return F::normalize(in[0], F::NormalizeFuncOptions().p(1).dim(0).eps(1e-6)); }},
+      {"F_cosine_similarity", {kX23, kY23},
+       [](V in) { return F::cosine_similarity(in[0], in[1], F::CosineSimilarityFuncOptions().dim(1)); }},
+      {"F_pairwise_distance", {kX23, kY23},
+       [](V in) { return F::pairwise_distance(in[0], in[1], F::PairwiseDistanceFuncOptions().keepdim(true)); },
+       kNameDiffers},
+      {"F_pairwise_distance_p1", {kX23, kY23},
+       [](V in) { return F::pairwise_distance(in[0], in[1], F::PairwiseDistanceFuncOptions().p(1).eps(1e-3)); },
+       kNameDiffers},
+      {"F_one_hot", {},
+       [](V) {
+         Tensor idx = torch::tensor(std::vector<int64_t>{2, 0, 3});
+         return torch::cat({F::one_hot(idx, 5).flatten(), F::one_hot(idx).flatten()}).to(torch::kFloat64);
+       }},
+      {"F_one_hot_out_of_range", {},
+       [](V) { return F::one_hot(torch::tensor(std::vector<int64_t>{2, 5}), 4).to(torch::kFloat64); }},
+      {"F_pad_constant", {wave({1, 2, 2, 3}, 0.2)},
+       [](V in) { return F::pad(in[0], F::PadFuncOptions({1, 2, 0, 1}).value(0.5)); }, kNameDiffers},
+      {"F_pad_crop", {kX23}, [](V in) { return F::pad(in[0], F::PadFuncOptions({-1, 1})); }, kNameDiffers},
+      {"F_pad_reflect", {wave({1, 1, 3, 4}, 0.2)},
+       [](V in) { return F::pad(in[0], F::PadFuncOptions({1, 1, 1, 1}).mode(torch::kReflect)); }, kThrowsInGradlab},
+      {"huber_loss_top", {kX23, kY23}, [](V in) { return torch::huber_loss(in[0], in[1].detach(), 1, 0.7); },
+       kNameDiffers},
+      {"F_huber_loss_options", {kX23, kY23},
+       [](V in) {
+         return F::huber_loss(in[0], in[1].detach(), F::HuberLossFuncOptions().reduction(torch::kNone).delta(0.5));
+       },
+       kNameDiffers},
+      {"kl_div_top", {kX23, kY23},
+       [](V in) { return torch::kl_div(torch::log_softmax(in[0], 1), torch::softmax(in[1], 1).detach(), 1, false); },
+       kSame},
+      {"F_kl_div_batchmean", {kX23, kY23},
+       [](V in) {
+         return F::kl_div(torch::log_softmax(in[0], 1), torch::softmax(in[1], 1).detach(),
+                          F::KLDivFuncOptions(torch::kBatchMean));
+       },
+       kNameDiffers},
+      {"F_kl_div_log_target", {kX23, kY23},
+       [](V in) {
+         return F::kl_div(torch::log_softmax(in[0], 1), torch::log_softmax(in[1], 1),
+                          F::KLDivFuncOptions().reduction(torch::kSum).log_target(true));
+       },
+       kSame},
+      {"nn_loss_modules", {kX23, kY23},
+       [](V in) {
+         namespace nn = torch::nn;
+         Tensor y = in[1].detach();
+         return torch::stack({nn::SmoothL1Loss(nn::SmoothL1LossOptions().beta(0.5))(in[0], y),
+                              nn::HuberLoss(nn::HuberLossOptions(torch::kSum).delta(0.5))(in[0], y),
+                              nn::KLDivLoss(nn::KLDivLossOptions(torch::kBatchMean))(torch::log_softmax(in[0], 1),
+                                                                                      torch::softmax(y, 1))});
+       },
+       kNameDiffers},
+      {"nn_unflatten_zeropad", {kX23},
+       [](V in) {
+         namespace nn = torch::nn;
+         Tensor u = nn::Unflatten(nn::UnflattenOptions(1, {3, 1}))(in[0]);
+         Tensor z = nn::ZeroPad2d(nn::ZeroPad2dOptions({1, 0, 2, 1}))(in[0].reshape({1, 1, 2, 3}));
+         return torch::cat({u.flatten() * 2, z.flatten(), torch::tensor(std::vector<double>{static_cast<double>(u.dim())}, f64())});
+       },
+       kSame},
   };
 }
 

@@ -28,6 +28,7 @@ int record() {
                "inline const std::vector<Ref>& refs() {\n  static const std::vector<Ref> r = {\n";
   for (const corpus::Snippet& s : corpus::snippets()) {
     const corpus::Result res = corpus::run(s);
+    if (res.threw) std::cerr << s.name << " throws under LibTorch: " << res.error.substr(0, 300) << "\n";
     std::cout << "    {\"" << s.name << "\", " << (res.threw ? "true" : "false") << ", \"" << res.grad_fn
               << "\", " << corpus::vec_literal(res.value) << ", {";
     for (size_t i = 0; i < res.grads.size(); ++i)

@@ -86,6 +86,8 @@ struct MaxPool2dOptions {
   GRADLAB_ARG(IntPair, stride);
   GRADLAB_ARG(IntPair, padding) = 0;
   GRADLAB_ARG(IntPair, dilation) = 1;
+  /// true is refused (ValueError): gradlab's max_pool2d has no last, partial window.
+  GRADLAB_ARG(bool, ceil_mode) = false;
 };
 
 /// Max over each window.

@@ -19,6 +19,13 @@ inline constexpr InterpolateMode kNearestExact = InterpolateMode::NearestExact;
 /// "nearest", "bilinear", ... for messages and printouts.
 const char* to_string(InterpolateMode mode);
 
+/// How F::pad fills the border (LibTorch's pad mode_t): only kConstant is implemented.
+enum class PadMode { Constant, Reflect, Replicate, Circular };
+inline constexpr PadMode kConstant = PadMode::Constant;
+inline constexpr PadMode kReflect = PadMode::Reflect;
+inline constexpr PadMode kReplicate = PadMode::Replicate;
+inline constexpr PadMode kCircular = PadMode::Circular;
+
 namespace nn::init {
 /// Which fan the Kaiming init keeps the variance of.
 enum class FanMode { FanIn, FanOut };

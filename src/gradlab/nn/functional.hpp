@@ -14,9 +14,12 @@
 // reduction), as LibTorch's functional layer does; the op table tests those ops.
 
 #include <cstdint>
+#include <optional>
+#include <vector>
 
 #include "gradlab/core/generator.hpp"
 #include "gradlab/core/tensor.hpp"
+#include "gradlab/nn/activation_options.hpp"
 #include "gradlab/nn/resample_options.hpp"
 #include "gradlab/ops/nn_ops.hpp"
 #include "gradlab/ops/ops.hpp"
@@ -139,6 +142,9 @@ using gradlab::sigmoid;
 using gradlab::softmax;
 using gradlab::tanh;
 using gradlab::unfold;
+using gradlab::silu;
+using gradlab::mish;
+using gradlab::prelu;
 
 /// dropout with LibTorch's options form: F::dropout(x, F::DropoutFuncOptions().p(0.2)).
 Tensor dropout(const Tensor& input, const DropoutFuncOptions& options, Site site = {});
@@ -162,6 +168,210 @@ Tensor group_norm(const Tensor& input, const GroupNormFuncOptions& options, Site
 /// scale factors on unless recompute_scale_factor, as LibTorch.
 Tensor interpolate(const Tensor& input, const InterpolateFuncOptions& options = {},
                    Site site = {});
+
+// ---- activations with LibTorch's option structs (nn/activation_options.hpp) --------------------
+// inplace(true) writes the result into the input and returns it (torch::relu_, ...).
+Tensor relu(const Tensor& input, const ReLUFuncOptions& options, Site site = {});
+Tensor relu6(const Tensor& input, const ReLU6FuncOptions& options = {}, Site site = {});
+Tensor leaky_relu(const Tensor& input, const LeakyReLUFuncOptions& options, Site site = {});
+Tensor elu(const Tensor& input, const ELUFuncOptions& options = {}, Site site = {});
+Tensor selu(const Tensor& input, const SELUFuncOptions& options = {}, Site site = {});
+Tensor celu(const Tensor& input, const CELUFuncOptions& options = {}, Site site = {});
+Tensor hardtanh(const Tensor& input, const HardtanhFuncOptions& options = {}, Site site = {});
+Tensor threshold(const Tensor& input, const ThresholdFuncOptions& options, Site site = {});
+Tensor glu(const Tensor& input, const GLUFuncOptions& options = {}, Site site = {});
+/// approximate "none": the exact gelu; "tanh": 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³))).
+Tensor gelu(const Tensor& input, const GELUFuncOptions& options, Site site = {});
+/// log(sigmoid(x)) (torch::log_sigmoid).
+Tensor logsigmoid(const Tensor& input, Site site = {});
+/// x / (1 + |x|).
+Tensor softsign(const Tensor& input, Site site = {});
+/// x - tanh(x).
+Tensor tanhshrink(const Tensor& input, Site site = {});
+/// softmax(input.to(dtype), dim) (the dtype when given).
+Tensor softmax(const Tensor& input, const SoftmaxFuncOptions& options, Site site = {});
+/// softmax(-input, dim).
+Tensor softmin(const Tensor& input, const SoftminFuncOptions& options, Site site = {});
+Tensor log_softmax(const Tensor& input, const LogSoftmaxFuncOptions& options, Site site = {});
+
+// ---- the layers' functions with LibTorch's option structs --------------------------------------
+/// F::conv2d(x, w, F::Conv2dFuncOptions().bias(b).stride(2).padding(1).groups(2)).
+struct Conv2dFuncOptions {
+  GRADLAB_ARG(Tensor, bias) = Tensor();
+  GRADLAB_ARG(IntPair, stride) = 1;
+  GRADLAB_ARG(IntPair, padding) = 0;
+  GRADLAB_ARG(IntPair, dilation) = 1;
+  /// Input channels and filters split into `groups` independent convolutions (weight
+  /// [O, C / groups, kh, kw]).
+  GRADLAB_ARG(int64_t, groups) = 1;
+};
+/// With groups > 1: one conv2d per group, concatenated along the channels.
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Conv2dFuncOptions& options,
+              Site site = {});
+/// F::conv_transpose2d(x, w, F::ConvTranspose2dFuncOptions().stride(2).output_padding(1)).
+struct ConvTranspose2dFuncOptions {
+  GRADLAB_ARG(Tensor, bias) = Tensor();
+  GRADLAB_ARG(IntPair, stride) = 1;
+  GRADLAB_ARG(IntPair, padding) = 0;
+  GRADLAB_ARG(IntPair, output_padding) = 0;
+  GRADLAB_ARG(int64_t, groups) = 1;
+  GRADLAB_ARG(IntPair, dilation) = 1;
+};
+Tensor conv_transpose2d(const Tensor& input, const Tensor& weight,
+                        const ConvTranspose2dFuncOptions& options, Site site = {});
+/// F::max_pool2d(x, F::MaxPool2dFuncOptions(3).stride(2)); stride defaults to the kernel size.
+struct MaxPool2dFuncOptions {
+  MaxPool2dFuncOptions(IntPair kernel_size)  // NOLINT
+      : kernel_size_(kernel_size), stride_(kernel_size) {}
+  GRADLAB_ARG(IntPair, kernel_size);
+  GRADLAB_ARG(IntPair, stride);
+  GRADLAB_ARG(IntPair, padding) = 0;
+  GRADLAB_ARG(IntPair, dilation) = 1;
+  /// true is refused: gradlab's max_pool2d has no last, partial window.
+  GRADLAB_ARG(bool, ceil_mode) = false;
+};
+Tensor max_pool2d(const Tensor& input, const MaxPool2dFuncOptions& options, Site site = {});
+/// F::batch_norm(x, running_mean, running_var, F::BatchNormFuncOptions().weight(w).training(true)).
+struct BatchNormFuncOptions {
+  GRADLAB_ARG(Tensor, weight) = Tensor();
+  GRADLAB_ARG(Tensor, bias) = Tensor();
+  GRADLAB_ARG(bool, training) = false;
+  /// running = (1 - momentum) running + momentum batch (nullopt, the cumulative average, is refused).
+  GRADLAB_ARG(std::optional<double>, momentum) = 0.1;
+  GRADLAB_ARG(double, eps) = 1e-5;
+};
+Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                  const BatchNormFuncOptions& options, Site site = {});
+/// F::layer_norm(x, F::LayerNormFuncOptions({4}).weight(w).bias(b).eps(1e-6)).
+struct LayerNormFuncOptions {
+  LayerNormFuncOptions(std::vector<int64_t> normalized_shape)  // NOLINT
+      : normalized_shape_(std::move(normalized_shape)) {}
+  GRADLAB_ARG(std::vector<int64_t>, normalized_shape);
+  GRADLAB_ARG(Tensor, weight) = Tensor();
+  GRADLAB_ARG(Tensor, bias) = Tensor();
+  GRADLAB_ARG(double, eps) = 1e-5;
+};
+Tensor layer_norm(const Tensor& input, const LayerNormFuncOptions& options, Site site = {});
+/// F::unfold(x, F::UnfoldFuncOptions({2, 2}).stride(2)).
+struct UnfoldFuncOptions {
+  UnfoldFuncOptions(IntPair kernel_size) : kernel_size_(kernel_size) {}  // NOLINT
+  GRADLAB_ARG(IntPair, kernel_size);
+  GRADLAB_ARG(IntPair, dilation) = 1;
+  GRADLAB_ARG(IntPair, padding) = 0;
+  GRADLAB_ARG(IntPair, stride) = 1;
+};
+Tensor unfold(const Tensor& input, const UnfoldFuncOptions& options, Site site = {});
+/// F::fold(x, F::FoldFuncOptions({4, 4}, {2, 2}).stride(2)).
+struct FoldFuncOptions {
+  FoldFuncOptions(IntPair output_size, IntPair kernel_size)
+      : output_size_(output_size), kernel_size_(kernel_size) {}
+  GRADLAB_ARG(IntPair, output_size);
+  GRADLAB_ARG(IntPair, kernel_size);
+  GRADLAB_ARG(IntPair, dilation) = 1;
+  GRADLAB_ARG(IntPair, padding) = 0;
+  GRADLAB_ARG(IntPair, stride) = 1;
+};
+Tensor fold(const Tensor& input, const FoldFuncOptions& options, Site site = {});
+/// F::embedding(indices, weight, F::EmbeddingFuncOptions().padding_idx(0)): the padding row is
+/// looked up but gets no gradient. max_norm, scale_grad_by_freq and sparse are refused.
+struct EmbeddingFuncOptions {
+  GRADLAB_ARG(std::optional<int64_t>, padding_idx) = std::nullopt;
+  GRADLAB_ARG(std::optional<double>, max_norm) = std::nullopt;
+  GRADLAB_ARG(double, norm_type) = 2.0;
+  GRADLAB_ARG(bool, scale_grad_by_freq) = false;
+  GRADLAB_ARG(bool, sparse) = false;
+};
+Tensor embedding(const Tensor& indices, const Tensor& weight, const EmbeddingFuncOptions& options,
+                 Site site = {});
+
+// ---- losses with LibTorch's option structs ------------------------------------------------------
+/// F::MSELossFuncOptions(torch::kSum) or F::MSELossFuncOptions().reduction(torch::kSum).
+struct MSELossFuncOptions {
+  MSELossFuncOptions(Reduction reduction = kMean) : reduction_(reduction) {}  // NOLINT
+  GRADLAB_ARG(Reduction, reduction);
+};
+struct L1LossFuncOptions {
+  L1LossFuncOptions(Reduction reduction = kMean) : reduction_(reduction) {}  // NOLINT
+  GRADLAB_ARG(Reduction, reduction);
+};
+struct SmoothL1LossFuncOptions {
+  SmoothL1LossFuncOptions(Reduction reduction = kMean) : reduction_(reduction) {}  // NOLINT
+  GRADLAB_ARG(Reduction, reduction);
+  GRADLAB_ARG(double, beta) = 1.0;
+};
+Tensor mse_loss(const Tensor& input, const Tensor& target, const MSELossFuncOptions& options,
+                Site site = {});
+Tensor l1_loss(const Tensor& input, const Tensor& target, const L1LossFuncOptions& options,
+               Site site = {});
+/// beta is options.beta(), or the argument when one is passed (LibTorch 1.13's signature, where
+/// the argument alone counts: it ignores options.beta(); later LibTorch reads options.beta()).
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target,
+                      const SmoothL1LossFuncOptions& options, std::optional<double> beta = std::nullopt,
+                      Site site = {});
+
+// ---- distances, padding, one-hot, huber / kl_div (LibTorch's option structs) -------------------
+/// F::normalize(x, F::NormalizeFuncOptions().p(2).dim(1).eps(1e-12)): x / max(‖x‖_p along dim, eps).
+struct NormalizeFuncOptions {
+  GRADLAB_ARG(double, p) = 2.0;
+  GRADLAB_ARG(int64_t, dim) = 1;
+  GRADLAB_ARG(double, eps) = 1e-12;
+};
+Tensor normalize(const Tensor& input, const NormalizeFuncOptions& options = {}, Site site = {});
+/// F::cosine_similarity(a, b, F::CosineSimilarityFuncOptions().dim(1).eps(1e-8)):
+/// Σ (a / max(‖a‖, eps)) (b / max(‖b‖, eps)) along dim (a and b broadcast).
+struct CosineSimilarityFuncOptions {
+  GRADLAB_ARG(int64_t, dim) = 1;
+  GRADLAB_ARG(double, eps) = 1e-8;
+};
+Tensor cosine_similarity(const Tensor& x1, const Tensor& x2,
+                         const CosineSimilarityFuncOptions& options = {}, Site site = {});
+/// F::pairwise_distance(a, b, F::PairwiseDistanceFuncOptions().p(2).eps(1e-6)): ‖a - b + eps‖_p
+/// along the last dim.
+struct PairwiseDistanceFuncOptions {
+  GRADLAB_ARG(double, p) = 2.0;
+  GRADLAB_ARG(double, eps) = 1e-6;
+  GRADLAB_ARG(bool, keepdim) = false;
+};
+Tensor pairwise_distance(const Tensor& x1, const Tensor& x2,
+                         const PairwiseDistanceFuncOptions& options = {}, Site site = {});
+/// F::pad(x, F::PadFuncOptions({left, right, top, bottom, ...}).value(v)): pairs from the last dim
+/// backwards; a negative amount crops. Only kConstant; kReflect, kReplicate, kCircular throw.
+struct PadFuncOptions {
+  PadFuncOptions(std::vector<int64_t> pad) : pad_(std::move(pad)) {}  // NOLINT
+  GRADLAB_ARG(std::vector<int64_t>, pad);
+  GRADLAB_ARG(PadMode, mode) = kConstant;
+  GRADLAB_ARG(double, value) = 0.0;
+};
+Tensor pad(const Tensor& input, const PadFuncOptions& options, Site site = {});
+using gradlab::one_hot;
+/// F::huber_loss(x, y, F::HuberLossFuncOptions().reduction(torch::kSum).delta(0.5)).
+struct HuberLossFuncOptions {
+  HuberLossFuncOptions(Reduction reduction = kMean) : reduction_(reduction) {}  // NOLINT
+  GRADLAB_ARG(Reduction, reduction);
+  GRADLAB_ARG(double, delta) = 1.0;
+};
+Tensor huber_loss(const Tensor& input, const Tensor& target, const HuberLossFuncOptions& options = {},
+                  Site site = {});
+/// F::kl_div(logq, p, F::KLDivFuncOptions(torch::kBatchMean).log_target(false)); the reduction is
+/// kNone, kMean (over every element), kSum or kBatchMean (the sum / the batch size).
+struct KLDivFuncOptions {
+  KLDivFuncOptions(Reduction reduction = kMean) : reduction_(reduction) {}  // NOLINT
+  KLDivFuncOptions(BatchMeanTag) : batch_mean_(true) {}                     // NOLINT
+  KLDivFuncOptions& reduction(Reduction r) {
+    reduction_ = r;
+    batch_mean_ = false;
+    return *this;
+  }
+  KLDivFuncOptions& reduction(BatchMeanTag) {
+    batch_mean_ = true;
+    return *this;
+  }
+  Reduction reduction_ = kMean;
+  bool batch_mean_ = false;
+  GRADLAB_ARG(bool, log_target) = false;
+};
+Tensor kl_div(const Tensor& input, const Tensor& target, const KLDivFuncOptions& options = {},
+              Site site = {});
 
 // ---- a signature of their own ------------------------------------------------------------------
 Tensor softplus(const Tensor& x, const SoftplusFuncOptions& options = {}, Site site = {});

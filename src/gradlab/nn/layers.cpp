@@ -114,45 +114,47 @@ void FlattenImpl::pretty_print(std::ostream& os) const {
   os << "Flatten(start_dim=" << options.start_dim() << ", end_dim=" << options.end_dim() << ")";
 }
 
-// ---- activations -------------------------------------------------------------------------------
-
-Tensor ReLUImpl::forward(const Tensor& x) { return relu(x); }
-
-Tensor LeakyReLUImpl::forward(const Tensor& x) { return leaky_relu(x, options.negative_slope()); }
-void LeakyReLUImpl::pretty_print(std::ostream& os) const {
-  os << "LeakyReLU(negative_slope=" << options.negative_slope() << ")";
+// [..., n, ...] -> [..., s0, s1, ..., ...] with Π s = n (one s may be -1)
+Tensor UnflattenImpl::forward(const Tensor& input) {
+  check_input("Unflatten", input);
+  const int64_t d = wrap_dim(options.dim(), input.dim(), "Unflatten");
+  Shape s;
+  for (int64_t k = 0; k < input.dim(); ++k) {
+    if (k != d) {
+      s.push_back(input.size(k));
+      continue;
+    }
+    int64_t known = 1, unknown = 0;
+    for (int64_t v : options.sizes()) {
+      if (v == -1) ++unknown;
+      else known *= v;
+    }
+    GRADLAB_CHECK(unknown <= 1 && (unknown ? known > 0 && input.size(d) % known == 0 : known == input.size(d)),
+                  ShapeError, "Unflatten", "the sizes must multiply to the size of dim " + std::to_string(d),
+                  "sizes whose product is " + std::to_string(input.size(d)),
+                  shape_str(Shape(options.sizes())) + " for input " + shape_str(input.sizes()));
+    for (int64_t v : options.sizes()) s.push_back(v == -1 ? input.size(d) / known : v);
+  }
+  return input.reshape(s);
+}
+void UnflattenImpl::pretty_print(std::ostream& os) const {
+  os << "Unflatten(dim=" << options.dim() << ", unflattened_size=" << shape_str(Shape(options.sizes())) << ")";
 }
 
-Tensor SoftplusImpl::forward(const Tensor& x) { return softplus(x, options.beta(), options.threshold()); }
-void SoftplusImpl::pretty_print(std::ostream& os) const {
-  os << "Softplus(beta=" << options.beta() << ", threshold=" << options.threshold() << ")";
+ZeroPad2dImpl::ZeroPad2dImpl(const ZeroPad2dOptions& o) : options(o) {
+  GRADLAB_CHECK(o.padding().size() == 4, ValueError, "ZeroPad2d", "padding must be one number or four",
+                "{left, right, top, bottom}", std::to_string(o.padding().size()) + " values");
+}
+Tensor ZeroPad2dImpl::forward(const Tensor& input) {
+  check_input("ZeroPad2d", input);
+  return functional::pad(input, functional::PadFuncOptions(options.padding()));
+}
+void ZeroPad2dImpl::pretty_print(std::ostream& os) const {
+  const auto& p = options.padding();
+  os << "ZeroPad2d(padding=[" << p[0] << ", " << p[1] << ", " << p[2] << ", " << p[3] << "])";
 }
 
-GELUImpl::GELUImpl(const GELUOptions& o) : options(o) {
-  GRADLAB_CHECK(o.approximate() == "none" || o.approximate() == "tanh", ValueError, "GELU",
-                "unknown approximation", "\"none\" or \"tanh\"", "\"" + o.approximate() + "\"");
-}
-Tensor GELUImpl::forward(const Tensor& x) {
-  if (options.approximate() == "none") return gelu(x);
-  // 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))
-  const double k = std::sqrt(2.0 / std::numbers::pi);
-  return 0.5 * x * (1 + tanh(k * (x + 0.044715 * x * x * x)));
-}
-void GELUImpl::pretty_print(std::ostream& os) const {
-  os << "GELU(approximate='" << options.approximate() << "')";
-}
-
-Tensor TanhImpl::forward(const Tensor& x) { return tanh(x); }
-Tensor SigmoidImpl::forward(const Tensor& x) { return sigmoid(x); }
-
-Tensor SoftmaxImpl::forward(const Tensor& x) { return softmax(x, options.dim()); }
-void SoftmaxImpl::pretty_print(std::ostream& os) const {
-  os << "Softmax(dim=" << options.dim() << ")";
-}
-Tensor LogSoftmaxImpl::forward(const Tensor& x) { return log_softmax(x, options.dim()); }
-void LogSoftmaxImpl::pretty_print(std::ostream& os) const {
-  os << "LogSoftmax(dim=" << options.dim() << ")";
-}
+// ---- activations: nn/activation.cpp -------------------------------------------------------------
 
 // ---- Dropout ---------------------------------------------------------------------------------
 
@@ -454,6 +456,9 @@ void ConvTranspose2dImpl::pretty_print(std::ostream& os) const {
 
 Tensor MaxPool2dImpl::forward(const Tensor& input) {
   check_input("MaxPool2d", input);
+  GRADLAB_CHECK(!options.ceil_mode(), ValueError, "MaxPool2d", "ceil_mode is not supported by gradlab",
+                "ceil_mode(false)", "ceil_mode(true)",
+                "pad the input on the bottom / right so the last window fits");
   return max_pool2d(input, options.kernel_size(), options.stride(), options.padding(),
                     options.dilation());
 }

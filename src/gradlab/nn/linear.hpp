@@ -1,6 +1,9 @@
 #pragma once
 // nn::Linear (y = x Wᵀ + b), nn::Identity, nn::Flatten.
 
+#include <initializer_list>
+#include <vector>
+
 #include "gradlab/nn/arg.hpp"
 #include "gradlab/nn/module.hpp"
 
@@ -56,5 +59,41 @@ class FlattenImpl : public Module {
   FlattenOptions options;
 };
 GRADLAB_MODULE(Flatten);
+
+/// Options of nn::Unflatten: the dim to split and the sizes it becomes (one may be -1).
+struct UnflattenOptions {
+  UnflattenOptions(int64_t dim, std::vector<int64_t> sizes) : dim_(dim), sizes_(std::move(sizes)) {}
+  GRADLAB_ARG(int64_t, dim);
+  GRADLAB_ARG(std::vector<int64_t>, sizes);
+};
+
+/// Splits one dim into several: Unflatten(1, {2, 5}) turns [N, 10] into [N, 2, 5] (a view).
+class UnflattenImpl : public Module {
+ public:
+  UnflattenImpl(int64_t dim, std::vector<int64_t> sizes) : options(dim, std::move(sizes)) {}
+  explicit UnflattenImpl(const UnflattenOptions& options) : options(options) {}
+  Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& os) const override;
+  UnflattenOptions options;
+};
+GRADLAB_MODULE(Unflatten);
+
+/// Options of nn::ZeroPad2d: one amount for every side, or {left, right, top, bottom}.
+struct ZeroPad2dOptions {
+  ZeroPad2dOptions(int64_t padding) : padding_({padding, padding, padding, padding}) {}  // NOLINT
+  ZeroPad2dOptions(std::vector<int64_t> padding) : padding_(std::move(padding)) {}        // NOLINT
+  ZeroPad2dOptions(std::initializer_list<int64_t> padding) : padding_(padding) {}          // NOLINT
+  GRADLAB_ARG(std::vector<int64_t>, padding);
+};
+
+/// Zeros around the last two dims (F::pad, constant 0); negative amounts crop.
+class ZeroPad2dImpl : public Module {
+ public:
+  explicit ZeroPad2dImpl(const ZeroPad2dOptions& options);
+  Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& os) const override;
+  ZeroPad2dOptions options;
+};
+GRADLAB_MODULE(ZeroPad2d);
 
 }  // namespace gradlab::nn

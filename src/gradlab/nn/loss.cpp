@@ -64,6 +64,26 @@ void L1LossImpl::pretty_print(std::ostream& os) const {
   os << "L1Loss(reduction=" << reduction_name(options.reduction()) << ")";
 }
 
+Tensor SmoothL1LossImpl::forward(const Tensor& input, const Tensor& target) {
+  return functional::smooth_l1_loss(input, target, options);
+}
+void SmoothL1LossImpl::pretty_print(std::ostream& os) const {
+  os << "SmoothL1Loss(reduction=" << reduction_name(options.reduction()) << ", beta=" << options.beta() << ")";
+}
+Tensor HuberLossImpl::forward(const Tensor& input, const Tensor& target) {
+  return functional::huber_loss(input, target, options);
+}
+void HuberLossImpl::pretty_print(std::ostream& os) const {
+  os << "HuberLoss(reduction=" << reduction_name(options.reduction()) << ", delta=" << options.delta() << ")";
+}
+Tensor KLDivLossImpl::forward(const Tensor& input, const Tensor& target) {
+  return functional::kl_div(input, target, options);
+}
+void KLDivLossImpl::pretty_print(std::ostream& os) const {
+  os << "KLDivLoss(reduction=" << (options.batch_mean_ ? "batchmean" : reduction_name(options.reduction_))
+     << ", log_target=" << (options.log_target() ? "true" : "false") << ")";
+}
+
 BCEWithLogitsLossImpl::BCEWithLogitsLossImpl(const BCEWithLogitsLossOptions& o) : options(o) {
   if (o.weight().defined()) weight = register_buffer("weight", o.weight());
   if (o.pos_weight().defined()) pos_weight = register_buffer("pos_weight", o.pos_weight());

@@ -11,6 +11,7 @@ namespace gradlab {
 using nn::functional::kMean;
 using nn::functional::kNone;
 using nn::functional::kSum;
+using nn::functional::kBatchMean;
 using nn::functional::Reduction;
 }  // namespace gradlab
 
@@ -98,6 +99,43 @@ class L1LossImpl : public Module {
   L1LossOptions options;
 };
 GRADLAB_MODULE(L1Loss);
+
+/// Options of nn::SmoothL1Loss, nn::HuberLoss and nn::KLDivLoss: their functional options, as in
+/// LibTorch (SmoothL1LossOptions(torch::kSum).beta(0.5), KLDivLossOptions(torch::kBatchMean)).
+using SmoothL1LossOptions = functional::SmoothL1LossFuncOptions;
+using HuberLossOptions = functional::HuberLossFuncOptions;
+using KLDivLossOptions = functional::KLDivFuncOptions;
+
+/// 0.5 d² / beta where |d| < beta, else |d| - 0.5 beta (d = input - target), reduced.
+class SmoothL1LossImpl : public Module {
+ public:
+  explicit SmoothL1LossImpl(const SmoothL1LossOptions& options = {}) : options(options) {}
+  Tensor forward(const Tensor& input, const Tensor& target);
+  void pretty_print(std::ostream& os) const override;
+  SmoothL1LossOptions options;
+};
+GRADLAB_MODULE(SmoothL1Loss);
+
+/// 0.5 d² where |d| < delta, else delta (|d| - 0.5 delta), reduced.
+class HuberLossImpl : public Module {
+ public:
+  explicit HuberLossImpl(const HuberLossOptions& options = {}) : options(options) {}
+  Tensor forward(const Tensor& input, const Tensor& target);
+  void pretty_print(std::ostream& os) const override;
+  HuberLossOptions options;
+};
+GRADLAB_MODULE(HuberLoss);
+
+/// KL divergence of log-probabilities input from target (probabilities, or log ones with
+/// log_target), reduced (kBatchMean: the sum over the batch size).
+class KLDivLossImpl : public Module {
+ public:
+  explicit KLDivLossImpl(const KLDivLossOptions& options = {}) : options(options) {}
+  Tensor forward(const Tensor& input, const Tensor& target);
+  void pretty_print(std::ostream& os) const override;
+  KLDivLossOptions options;
+};
+GRADLAB_MODULE(KLDivLoss);
 
 /// Binary cross-entropy on logits (stable: (1 - y) x + (1 + (p - 1) y) softplus(-x), times the
 /// weight), reduced.

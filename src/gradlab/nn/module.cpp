@@ -136,6 +136,18 @@ void Module::add_child(std::string name, std::shared_ptr<Module> module) {
   children_.emplace_back(std::move(name), std::move(module));
 }
 
+void Module::replace_child(const std::string& name, std::shared_ptr<Module> module) {
+  GRADLAB_CHECK(module != nullptr, ValueError, "replace_module", "submodule '" + name + "' is null",
+                "a constructed module", "nullptr");
+  for (auto& [n, m] : children_)
+    if (n == name) {
+      m = std::move(module);
+      return;
+    }
+  GRADLAB_CHECK(false, ValueError, "replace_module", "there is no submodule '" + name + "'",
+                "the name of a registered submodule", "\"" + name + "\"", "register it with register_module");
+}
+
 Tensor* Module::find_parameter(const std::string& name) {
   for (auto& [n, t] : parameters_)
     if (n == name) return &t;

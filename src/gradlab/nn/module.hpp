@@ -155,6 +155,19 @@ class Module : public std::enable_shared_from_this<Module> {
     return holder;
   }
 
+  /// Puts `module` in place of the registered submodule `name` (LibTorch's replace_module):
+  /// its parameters then appear under that name; a ValueError when there is no such submodule.
+  template <class M, std::enable_if_t<std::is_base_of_v<Module, M>, int> = 0>
+  std::shared_ptr<M> replace_module(const std::string& name, std::shared_ptr<M> module) {
+    replace_child(name, module);
+    return module;
+  }
+  template <class H, std::enable_if_t<detail::is_module_holder_v<H>, int> = 0>
+  H replace_module(const std::string& name, H holder) {
+    replace_child(name, holder.ptr());
+    return holder;
+  }
+
   // ---- traversal --------------------------------------------------------------------------
   /// Every parameter (of submodules too when recurse), each tensor once.
   std::vector<Tensor> parameters(bool recurse = true) const;
@@ -220,6 +233,7 @@ class Module : public std::enable_shared_from_this<Module> {
 
  private:
   void add_child(std::string name, std::shared_ptr<Module> module);
+  void replace_child(const std::string& name, std::shared_ptr<Module> module);
   void check_new_name(const std::string& name, const char* what) const;
   void collect(const std::string& prefix, bool recurse, bool buffers, NamedTensors& out) const;
   void for_each_tensor(const std::function<void(Tensor&)>& fn);

@@ -2,6 +2,7 @@
 // gradlab::nn: modules, layers, losses, initialization, clipping and diagnostics.
 
 #include "gradlab/nn/activation.hpp"
+#include "gradlab/nn/containers.hpp"
 #include "gradlab/nn/conv.hpp"
 #include "gradlab/nn/diagnostics.hpp"
 #include "gradlab/nn/dropout.hpp"

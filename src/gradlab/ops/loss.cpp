@@ -260,4 +260,51 @@ Tensor smooth_l1_loss(const Tensor& input_in, const Tensor& target_in, int64_t r
   return reduce(where(lt(a, beta), mul(mul(d, d, site), 0.5 / beta, site), sub(a, 0.5 * beta, site), site), r, site);
 }
 
+// 0.5 d² where |d| < delta, else delta (|d| - 0.5 delta)  (d = input - target; = delta * smooth_l1 with beta = delta)
+Tensor huber_loss(const Tensor& input_in, const Tensor& target_in, int64_t reduction, double delta,
+                  Site site) {
+  check_same_shape("huber_loss", input_in, target_in);
+  const Reduction r = to_reduction("huber_loss", reduction);
+  GRADLAB_CHECK(delta > 0, ValueError, "huber_loss", "delta must be positive", "> 0", std::to_string(delta));
+  const Tensor input = autocast_float32(input_in, site), target = autocast_float32(target_in, site);
+  Tensor d = sub(input, target, site);
+  Tensor a = abs(d, site);
+  return reduce(where(lt(a, delta), mul(mul(d, d, site), 0.5, site), mul(sub(a, 0.5 * delta, site), delta, site), site),
+                r, site);
+}
+
+// target (log target - input), with 0 log 0 = 0 (xlogy); log_target: exp(target) (target - input)
+// NOTE: log reads where(target > 0, target, 1): log(0) = -inf would make the dropped branch's
+// zero gradient NaN.
+Tensor kl_div(const Tensor& input_in, const Tensor& target_in, int64_t reduction, bool log_target,
+              Site site) {
+  check_same_shape("kl_div", input_in, target_in);
+  const Reduction r = to_reduction("kl_div", reduction);
+  const Tensor input = autocast_float32(input_in, site), target = autocast_float32(target_in, site);
+  if (log_target) return reduce(mul(exp(target, site), sub(target, input, site), site), r, site);
+  Tensor safe = where(gt(target, 0.0), target, 1.0, site);
+  return reduce(sub(mul(target, log(safe, site), site), mul(target, input, site), site), r, site);
+}
+
+// [...] int64 in [0, C) -> [..., C] int64, 1 at each index
+Tensor one_hot(const Tensor& self, int64_t num_classes) {
+  check_defined("one_hot", self);
+  GRADLAB_CHECK(self.dtype() == kInt64, DTypeError, "one_hot", "one_hot is only applicable to index tensors",
+                "int64", to_string(self.dtype()), "convert with .to(kInt64)");
+  GRADLAB_CHECK(num_classes >= -1, ValueError, "one_hot", "num_classes must be -1 (infer) or non-negative",
+                ">= -1", std::to_string(num_classes));
+  if (self.numel() > 0) {
+    GRADLAB_CHECK(amin(self).item<int64_t>() >= 0, ValueError, "one_hot", "class values must be non-negative",
+                  "values >= 0", std::to_string(amin(self).item<int64_t>()));
+    const int64_t top = amax(self).item<int64_t>();
+    if (num_classes == -1) num_classes = top + 1;
+    GRADLAB_CHECK(top < num_classes, ValueError, "one_hot", "class values must be smaller than num_classes",
+                  "values < " + std::to_string(num_classes), std::to_string(top));
+  }
+  GRADLAB_CHECK(num_classes >= 0, ValueError, "one_hot",
+                "cannot infer the number of classes of an empty tensor", "num_classes >= 0", "-1");
+  Tensor classes = arange(num_classes, TensorOptions().dtype(kInt64).device(self.device()));
+  return eq(unsqueeze(self, -1), classes).to(kInt64);
+}
+
 }  // namespace gradlab

@@ -56,6 +56,47 @@ Tensor gelu(const Tensor& x, Site site = {});
 Tensor gelu_backward(const Tensor& grad, const Tensor& self, Site site = {});
 /// -1, 0 or 1 (no gradient flows through it).
 Tensor sign(const Tensor& x);
+
+// ---- more activations (LibTorch's top-level names), composed in ops/activation.cpp -------------
+// Each is one expression of the primitives above, so its gradient comes from theirs (grad_fn
+// names are the last primitive's, not LibTorch's EluBackward0, ...). The in-place forms (relu_,
+// ...) write the out-of-place result into x and return x: refused on a leaf that requires grad.
+
+/// scale * (x > 0 ? x : alpha * (exp(input_scale * x) - 1)) (torch::elu).
+Tensor elu(const Tensor& x, double alpha = 1.0, double scale = 1.0, double input_scale = 1.0, Site site = {});
+/// elu with alpha = 1.6732632423543772, scale = 1.0507009873554805 (torch::selu).
+Tensor selu(const Tensor& x, Site site = {});
+/// max(0, x) + min(0, alpha (exp(x / alpha) - 1)) = elu(x, alpha, 1, 1 / alpha); alpha != 0.
+Tensor celu(const Tensor& x, double alpha = 1.0, Site site = {});
+/// x * sigmoid(x) (SiLU, "swish").
+Tensor silu(const Tensor& x, Site site = {});
+/// x * tanh(softplus(x)).
+Tensor mish(const Tensor& x, Site site = {});
+/// clamp(x, min_val, max_val); gradient 1 strictly inside, 0 outside.
+Tensor hardtanh(const Tensor& x, double min_val = -1.0, double max_val = 1.0, Site site = {});
+/// min(max(x, 0), 6) = hardtanh(x, 0, 6).
+Tensor relu6(const Tensor& x, Site site = {});
+/// log(sigmoid(x)) = min(x, 0) - log(1 + exp(-|x|)), no overflow for any x.
+Tensor log_sigmoid(const Tensor& x, Site site = {});
+/// x * relu6(x + 3) / 6.
+Tensor hardswish(const Tensor& x, Site site = {});
+/// relu6(x + 3) / 6.
+Tensor hardsigmoid(const Tensor& x, Site site = {});
+/// a * sigmoid(b), where a, b are the two halves of x along dim (its size must be even).
+Tensor glu(const Tensor& x, int64_t dim = -1, Site site = {});
+/// x > threshold ? x : value.
+Tensor threshold(const Tensor& x, double threshold, double value, Site site = {});
+/// x > 0 ? x : w * x; weight has 1 element or one per channel (dim 1 of x, which needs 2+ dims).
+Tensor prelu(const Tensor& x, const Tensor& weight, Site site = {});
+/// In-place forms: x = f(x), returned (torch::relu_, ...).
+Tensor relu_(const Tensor& x, Site site = {});
+Tensor leaky_relu_(const Tensor& x, double negative_slope = 0.01, Site site = {});
+Tensor elu_(const Tensor& x, double alpha = 1.0, double scale = 1.0, double input_scale = 1.0, Site site = {});
+Tensor selu_(const Tensor& x, Site site = {});
+Tensor celu_(const Tensor& x, double alpha = 1.0, Site site = {});
+Tensor hardtanh_(const Tensor& x, double min_val = -1.0, double max_val = 1.0, Site site = {});
+Tensor relu6_(const Tensor& x, Site site = {});
+Tensor threshold_(const Tensor& x, double threshold, double value, Site site = {});
 Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt, Site site = {});
 Tensor maximum(const Tensor& a, const Tensor& b, Site site = {});
 Tensor minimum(const Tensor& a, const Tensor& b, Site site = {});
@@ -236,5 +277,17 @@ Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, int64_t reducti
 /// target has self's shape; weight (optional) broadcasts to it. Mean divides by the element count.
 Tensor binary_cross_entropy(const Tensor& self, const Tensor& target, const Tensor& weight = {},
                             int64_t reduction = 1, Site site = {});
+/// 0.5 d² where |d| < delta, else delta (|d| - 0.5 delta), d = input - target (torch::huber_loss;
+/// delta * smooth_l1_loss with beta = delta); delta > 0.
+Tensor huber_loss(const Tensor& input, const Tensor& target, int64_t reduction = 1, double delta = 1.0,
+                  Site site = {});
+/// KL divergence with input = log q: target (log target - input), 0 where target is 0; with
+/// log_target, target holds log p: exp(target) (target - input) (torch::kl_div). The mean is over
+/// every element; nn::functional's kBatchMean divides the sum by the batch size instead.
+Tensor kl_div(const Tensor& input, const Tensor& target, int64_t reduction = 1, bool log_target = false,
+              Site site = {});
+/// int64 class indices [...] -> int64 [..., num_classes] with a 1 at each index (torch::one_hot);
+/// num_classes -1 takes max + 1. No gradient (an integer result).
+Tensor one_hot(const Tensor& self, int64_t num_classes = -1);
 
 }  // namespace gradlab

@@ -19,5 +19,9 @@ using Reduction = reduction_detail::Reduction;
 inline constexpr Reduction kNone = Reduction::None;
 inline constexpr Reduction kMean = Reduction::Mean;
 inline constexpr Reduction kSum = Reduction::Sum;
+/// kl_div's extra reduction (LibTorch's torch::kBatchMean): the sum divided by the batch size
+/// (dim 0), the true KL divergence per sample. Only nn::functional::kl_div and nn::KLDivLoss take it.
+struct BatchMeanTag {};
+inline constexpr BatchMeanTag kBatchMean{};
 
 }  // namespace gradlab::nn::functional

@@ -354,6 +354,7 @@ const std::vector<OpSpec>& op_table() {
     table::add_nn_rows(t);
     table::add_resample_rows(t);
     table::add_rnn_rows(t);
+    table::add_activation_rows(t);
     return t;
   }();
   return rows;
@@ -408,6 +409,29 @@ const std::map<std::string, std::string>& op_table_exemptions() {
        "nn::functional::interpolate picks upsample_nearest1d / 2d, upsample_linear1d, "
        "upsample_bilinear2d or adaptive_avg_pool1d / 2d (kArea) by mode and rank: those rows "
        "(the choice itself: checks/nn/resample_test.cpp)"},
+      {"logsigmoid", "nn::functional::logsigmoid forwards to log_sigmoid (LibTorch's top-level name): that row"},
+      {"softsign",
+       "nn::functional::softsign = x / (1 + |x|), composed in nn/ (testing/ may not include nn/): "
+       "gradchecked in float64 in checks/nn/activation_parity_test.cpp"},
+      {"tanhshrink",
+       "nn::functional::tanhshrink = x - tanh(x), composed in nn/: gradchecked in float64 in "
+       "checks/nn/activation_parity_test.cpp"},
+      {"softmin",
+       "nn::functional::softmin = softmax(-x, dim): the softmax and neg rows (and "
+       "checks/nn/activation_parity_test.cpp)"},
+      {"one_hot", "int64 result: no gradient (checks/nn/activation_parity_test.cpp checks its values and errors)"},
+      {"normalize",
+       "nn::functional::normalize = x / clamp(norm(x, p, dim), eps), composed in nn/: the norm, clamp and div rows, "
+       "and a float64 gradcheck in checks/nn/activation_parity_test.cpp"},
+      {"cosine_similarity",
+       "nn::functional::cosine_similarity, composed in nn/ from norm, clamp, div, mul, sum: gradchecked in "
+       "float64 in checks/nn/activation_parity_test.cpp"},
+      {"pairwise_distance",
+       "nn::functional::pairwise_distance = norm(x1 - x2 + eps, p, -1): the norm row, and a float64 gradcheck "
+       "in checks/nn/activation_parity_test.cpp"},
+      {"pad",
+       "nn::functional::pad (constant mode) is narrow + cat with constant blocks: those rows, and a float64 "
+       "gradcheck in checks/nn/activation_parity_test.cpp"},
       {"cuda",
        "to(Device(kCUDA)): every row runs through it in the CUDA parity checks (checks/cuda)"},
       {"cpu",

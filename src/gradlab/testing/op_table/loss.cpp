@@ -1,7 +1,7 @@
 // Op-table rows of ops/loss.cpp: softmax, log_softmax, and the losses, by their LibTorch top-level
 // names (nn::functional forwards to these) — cross_entropy_loss (also its fused node and its
 // composite reference), nll_loss, mse_loss, l1_loss, smooth_l1_loss, binary_cross_entropy,
-// binary_cross_entropy_with_logits.
+// binary_cross_entropy_with_logits, huber_loss, kl_div.
 
 #include "gradlab/testing/op_table/support.hpp"
 
@@ -203,6 +203,7 @@ Tensor l1(const Tensor& x, const Tensor& y, Reduction r) { return l1_loss(x, y, 
 Tensor smooth_l1(const Tensor& x, const Tensor& y, Reduction r) {
   return smooth_l1_loss(x, y, as_int(r));
 }
+Tensor huber(const Tensor& x, const Tensor& y, Reduction r) { return huber_loss(x, y, as_int(r), 0.7); }
 
 }  // namespace
 
@@ -264,6 +265,35 @@ void add_loss_rows(std::vector<OpSpec>& t) {
         return d < 1 ? 0.5 * d * d : d - 0.5;
       },
       false));
+  t.push_back(pair_loss(
+      "huber_loss", Domain::any(), huber,
+      [](double a, double b) {  // delta = 0.7
+        const double d = std::abs(a - b);
+        return d < 0.7 ? 0.5 * d * d : 0.7 * (d - 0.35);
+      },
+      false));
+  // kl_div(input, target, reduction, log_target): input any (log q); target a probability, or any
+  // (log p) with log_target.
+  t.push_back(row(
+      "kl_div", 2, "input: any; target: probability (log_target: any)", "two tensors of one shape; reduction; log_target",
+      [](Draw& d) {
+        const bool log_target = d.boolean();
+        Tensor x = d.values(d.shape(), Domain::any());
+        Tensor y = d.values(x.sizes(), log_target ? Domain::any() : Domain::probability());
+        const std::string reduction = d.choose(reduction_names());
+        OpParams p = OpParams().set("reduction", reduction).set("log_target", log_target);
+        return make({x, y}, p, "kl_div(input " + sh(x) + ", target " + sh(y) + ", " + p.str() + ")");
+      },
+      [](const TensorList& in, const OpParams& p) {
+        return TensorList{kl_div(in[0], in[1], as_int(reduction_of(p)), p.flag("log_target"))};
+      },
+      [](const TensorList& in, const OpParams& p) {
+        Vec a = V(in[0]), b = V(in[1]), l;
+        const bool lt = p.flag("log_target");
+        for (size_t i = 0; i < a.size(); ++i)
+          l.push_back(lt ? std::exp(b[i]) * (b[i] - a[i]) : b[i] * (std::log(b[i]) - a[i]));
+        return TensorList{reduce_loss(l, in[0].sizes(), reduction_of(p))};
+      }));
   // binary_cross_entropy(self, target, weight, reduction): self and target probabilities (away
   // from 0 and 1, where the clamp at -100 is a kink); weight of self's shape, or of its last dim
   // (broadcast), or none.

@@ -1,0 +1,231 @@
+// nn::functional with LibTorch's option structs: the activations of nn/activation_options.hpp
+// and Conv2dFuncOptions, MaxPool2dFuncOptions, BatchNormFuncOptions, ... (declarations:
+// nn/functional.hpp). Each unpacks its options into the top-level op; what gradlab lacks (a
+// ceil_mode max pool, a cumulative-average batch norm, ...) is a ValueError that says so.
+
+#include <cmath>
+#include <numbers>
+#include <string>
+
+#include "gradlab/nn/functional.hpp"
+
+namespace gradlab::nn::functional {
+
+namespace {
+int64_t as_int(Reduction r) { return static_cast<int64_t>(r); }  // at::Reduction's number
+}  // namespace
+
+// ---- activations -------------------------------------------------------------------------------
+Tensor relu(const Tensor& input, const ReLUFuncOptions& o, Site site) {
+  return o.inplace() ? gradlab::relu_(input, site) : gradlab::relu(input, site);
+}
+Tensor relu6(const Tensor& input, const ReLU6FuncOptions& o, Site site) {
+  return o.inplace() ? gradlab::relu6_(input, site) : gradlab::relu6(input, site);
+}
+Tensor leaky_relu(const Tensor& input, const LeakyReLUFuncOptions& o, Site site) {
+  return o.inplace() ? gradlab::leaky_relu_(input, o.negative_slope(), site)
+                     : gradlab::leaky_relu(input, o.negative_slope(), site);
+}
+Tensor elu(const Tensor& input, const ELUFuncOptions& o, Site site) {
+  return o.inplace() ? gradlab::elu_(input, o.alpha(), 1.0, 1.0, site)
+                     : gradlab::elu(input, o.alpha(), 1.0, 1.0, site);
+}
+Tensor selu(const Tensor& input, const SELUFuncOptions& o, Site site) {
+  return o.inplace() ? gradlab::selu_(input, site) : gradlab::selu(input, site);
+}
+Tensor celu(const Tensor& input, const CELUFuncOptions& o, Site site) {
+  return o.inplace() ? gradlab::celu_(input, o.alpha(), site) : gradlab::celu(input, o.alpha(), site);
+}
+Tensor hardtanh(const Tensor& input, const HardtanhFuncOptions& o, Site site) {
+  return o.inplace() ? gradlab::hardtanh_(input, o.min_val(), o.max_val(), site)
+                     : gradlab::hardtanh(input, o.min_val(), o.max_val(), site);
+}
+Tensor threshold(const Tensor& input, const ThresholdFuncOptions& o, Site site) {
+  return o.inplace() ? gradlab::threshold_(input, o.threshold(), o.value(), site)
+                     : gradlab::threshold(input, o.threshold(), o.value(), site);
+}
+Tensor glu(const Tensor& input, const GLUFuncOptions& o, Site site) {
+  return gradlab::glu(input, o.dim(), site);
+}
+// tanh form: 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))
+Tensor gelu(const Tensor& input, const GELUFuncOptions& o, Site site) {
+  if (o.approximate() == "none") return gradlab::gelu(input, site);
+  GRADLAB_CHECK(o.approximate() == "tanh", ValueError, "gelu", "unknown approximation",
+                "\"none\" or \"tanh\"", "\"" + o.approximate() + "\"");
+  const double k = std::sqrt(2.0 / std::numbers::pi);
+  Tensor inner = mul(add(input, mul(pow(input, 3.0, site), 0.044715, site), site), k, site);
+  return mul(mul(input, 0.5, site), add(gradlab::tanh(inner, site), 1.0, site), site);
+}
+Tensor logsigmoid(const Tensor& input, Site site) { return gradlab::log_sigmoid(input, site); }
+Tensor softsign(const Tensor& input, Site site) {
+  return div(input, add(abs(input, site), 1.0, site), site);
+}
+Tensor tanhshrink(const Tensor& input, Site site) { return sub(input, gradlab::tanh(input, site), site); }
+
+namespace {
+Tensor cast_if(const Tensor& x, const std::optional<ScalarType>& dtype, const Site& site) {
+  return dtype ? x.to(*dtype, site) : x;
+}
+}  // namespace
+Tensor softmax(const Tensor& input, const SoftmaxFuncOptions& o, Site site) {
+  return gradlab::softmax(cast_if(input, o.dtype(), site), o.dim(), site);
+}
+Tensor softmin(const Tensor& input, const SoftminFuncOptions& o, Site site) {
+  return gradlab::softmax(neg(cast_if(input, o.dtype(), site), site), o.dim(), site);
+}
+Tensor log_softmax(const Tensor& input, const LogSoftmaxFuncOptions& o, Site site) {
+  return gradlab::log_softmax(cast_if(input, o.dtype(), site), o.dim(), site);
+}
+
+// ---- layers ------------------------------------------------------------------------------------
+// groups > 1: input channels [C] and filters [O] split in `groups` slices; filter slice g sees
+// input slice g only (weight [O, C / groups, kh, kw]); outputs concatenated along the channels.
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Conv2dFuncOptions& o, Site site) {
+  const int64_t g = o.groups();
+  if (g == 1) return gradlab::conv2d(input, weight, o.bias(), o.stride(), o.padding(), o.dilation(), site);
+  GRADLAB_CHECK(g > 0, ValueError, "conv2d", "groups must be positive", "groups >= 1", std::to_string(g));
+  GRADLAB_CHECK(input.defined() && weight.defined() && (input.dim() == 3 || input.dim() == 4) &&
+                    weight.dim() == 4,
+                ShapeError, "conv2d", "expected input [N, C, H, W] or [C, H, W] and weight [O, C / groups, kh, kw]",
+                "3-D or 4-D input, 4-D weight",
+                (input.defined() ? shape_str(input.sizes()) : std::string("undefined")) + " and " +
+                    (weight.defined() ? shape_str(weight.sizes()) : std::string("undefined")));
+  const int64_t cdim = input.dim() - 3;
+  const int64_t C = input.size(cdim), O = weight.size(0);
+  GRADLAB_CHECK(C % g == 0 && O % g == 0 && weight.size(1) == C / g, ShapeError, "conv2d",
+                "channels must split into groups: C and O divisible by groups, weight.size(1) = C / groups",
+                "C = " + std::to_string(C) + " with weight [O, " + (C % g == 0 ? std::to_string(C / g) : std::string("C / groups")) +
+                    ", kh, kw], O divisible by " + std::to_string(g),
+                "input " + shape_str(input.sizes()) + ", weight " + shape_str(weight.sizes()));
+  const int64_t cg = C / g, og = O / g;
+  TensorList outs;
+  for (int64_t i = 0; i < g; ++i) {
+    Tensor b = o.bias().defined() ? narrow(o.bias(), 0, i * og, og, site) : Tensor();
+    outs.push_back(gradlab::conv2d(narrow(input, cdim, i * cg, cg, site), narrow(weight, 0, i * og, og, site), b,
+                                   o.stride(), o.padding(), o.dilation(), site));
+  }
+  return cat(outs, cdim, site);
+}
+Tensor conv_transpose2d(const Tensor& input, const Tensor& weight,
+                        const ConvTranspose2dFuncOptions& o, Site site) {
+  return gradlab::conv_transpose2d(input, weight, o.bias(), o.stride(), o.padding(), o.output_padding(),
+                                   o.groups(), o.dilation(), site);
+}
+Tensor max_pool2d(const Tensor& input, const MaxPool2dFuncOptions& o, Site site) {
+  GRADLAB_CHECK(!o.ceil_mode(), ValueError, "max_pool2d", "ceil_mode is not supported by gradlab",
+                "ceil_mode(false)", "ceil_mode(true)",
+                "pad the input on the bottom / right (F::pad, or padding) so the last window fits");
+  return gradlab::max_pool2d(input, o.kernel_size(), o.stride(), o.padding(), o.dilation(), site);
+}
+Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                  const BatchNormFuncOptions& o, Site site) {
+  GRADLAB_CHECK(o.momentum().has_value(), ValueError, "batch_norm",
+                "momentum nullopt (a cumulative moving average) is not supported", "a momentum in [0, 1]",
+                "nullopt");
+  return gradlab::batch_norm(input, running_mean, running_var, o.weight(), o.bias(), o.training(),
+                             *o.momentum(), o.eps(), site);
+}
+Tensor layer_norm(const Tensor& input, const LayerNormFuncOptions& o, Site site) {
+  return gradlab::layer_norm(input, Shape(o.normalized_shape()), o.weight(), o.bias(), o.eps(), site);
+}
+Tensor unfold(const Tensor& input, const UnfoldFuncOptions& o, Site site) {
+  return gradlab::unfold(input, o.kernel_size(), o.dilation(), o.padding(), o.stride(), site);
+}
+Tensor fold(const Tensor& input, const FoldFuncOptions& o, Site site) {
+  return gradlab::fold(input, o.output_size(), o.kernel_size(), o.dilation(), o.padding(), o.stride(), site);
+}
+// padding_idx: that row is read through a detached copy of weight, so no gradient reaches it
+Tensor embedding(const Tensor& indices, const Tensor& weight, const EmbeddingFuncOptions& o,
+                 Site site) {
+  GRADLAB_CHECK(!o.max_norm().has_value(), ValueError, "embedding",
+                "max_norm (renormalizing the looked-up rows in place) is not supported", "no max_norm",
+                std::to_string(*o.max_norm()));
+  GRADLAB_CHECK(!o.scale_grad_by_freq() && !o.sparse(), ValueError, "embedding",
+                "scale_grad_by_freq and sparse gradients are not supported", "both false",
+                std::string(o.scale_grad_by_freq() ? "scale_grad_by_freq(true)" : "sparse(true)"));
+  if (!o.padding_idx()) return gradlab::embedding(weight, indices, site);
+  GRADLAB_CHECK(weight.defined() && weight.dim() == 2, ShapeError, "embedding", "weight must be [V, D]",
+                "a 2-D weight", weight.defined() ? shape_str(weight.sizes()) : std::string("undefined"));
+  const int64_t V = weight.size(0);
+  int64_t p = *o.padding_idx();
+  GRADLAB_CHECK(p >= -V && p < V, ValueError, "embedding", "padding_idx must be within num_embeddings",
+                "in [" + std::to_string(-V) + ", " + std::to_string(V) + ")", std::to_string(p));
+  if (p < 0) p += V;
+  Tensor rows = arange(V, TensorOptions().dtype(kInt64).device(weight.device())).eq(p).unsqueeze(1);
+  Tensor w = where(rows, weight.detach(), weight, site);
+  return gradlab::embedding(w, indices, site);
+}
+
+// ---- losses ------------------------------------------------------------------------------------
+Tensor mse_loss(const Tensor& input, const Tensor& target, const MSELossFuncOptions& o, Site site) {
+  return gradlab::mse_loss(input, target, as_int(o.reduction()), site);
+}
+Tensor l1_loss(const Tensor& input, const Tensor& target, const L1LossFuncOptions& o, Site site) {
+  return gradlab::l1_loss(input, target, as_int(o.reduction()), site);
+}
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const SmoothL1LossFuncOptions& o,
+                      std::optional<double> beta, Site site) {
+  return gradlab::smooth_l1_loss(input, target, as_int(o.reduction()), beta.value_or(o.beta()), site);
+}
+
+// ---- distances, padding, huber / kl_div -------------------------------------------------------------
+Tensor normalize(const Tensor& input, const NormalizeFuncOptions& o, Site site) {
+  Tensor n = clamp(norm(input, Scalar(o.p()), o.dim(), /*keepdim=*/true, site), o.eps(), std::nullopt, site);
+  return div(input, n, site);
+}
+Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, const CosineSimilarityFuncOptions& o,
+                         Site site) {
+  auto unit = [&](const Tensor& x) {
+    return div(x, clamp(norm(x, Scalar(2.0), o.dim(), /*keepdim=*/true, site), o.eps(), std::nullopt, site), site);
+  };
+  return sum(mul(unit(x1), unit(x2), site), Dims{o.dim()}, /*keepdim=*/false, site);
+}
+Tensor pairwise_distance(const Tensor& x1, const Tensor& x2, const PairwiseDistanceFuncOptions& o,
+                         Site site) {
+  return norm(add(sub(x1, x2, site), o.eps(), site), Scalar(o.p()), -1, o.keepdim(), site);
+}
+// pad = {left, right} of the last dim, then of the one before, ...; a negative amount crops
+Tensor pad(const Tensor& input, const PadFuncOptions& o, Site site) {
+  const std::vector<int64_t>& p = o.pad();
+  GRADLAB_CHECK(o.mode() == kConstant, ValueError, "pad", "only constant padding is implemented",
+                "mode kConstant", o.mode() == kReflect ? "kReflect" : o.mode() == kReplicate ? "kReplicate" : "kCircular",
+                "build it from narrow + cat, or pad with a constant");
+  GRADLAB_CHECK(input.defined(), ValueError, "pad", "input is undefined", "a tensor", "Tensor()");
+  GRADLAB_CHECK(p.size() % 2 == 0 && static_cast<int64_t>(p.size()) / 2 <= input.dim(), ShapeError, "pad",
+                "the padding must be pairs (left, right) for at most every dim",
+                "an even length <= " + std::to_string(2 * input.dim()), std::to_string(p.size()) + " values");
+  Tensor out = input;
+  for (size_t i = 0; i < p.size() / 2; ++i) {
+    const int64_t dim = input.dim() - 1 - static_cast<int64_t>(i);
+    const int64_t left = p[2 * i], right = p[2 * i + 1];
+    const int64_t size = out.size(dim);
+    GRADLAB_CHECK(size + std::min<int64_t>(left, 0) + std::min<int64_t>(right, 0) >= 0, ShapeError, "pad",
+                  "cropping more than the dim holds", "at most " + std::to_string(size) + " removed along dim " + std::to_string(dim),
+                  std::to_string(-std::min<int64_t>(left, 0) - std::min<int64_t>(right, 0)));
+    if (left < 0 || right < 0) {
+      const int64_t start = std::max<int64_t>(-left, 0);
+      out = narrow(out, dim, start, size - start - std::max<int64_t>(-right, 0), site);
+    }
+    TensorList parts;
+    auto block = [&](int64_t n) {
+      Shape s = out.sizes();
+      s[static_cast<size_t>(dim)] = n;
+      return full(s, o.value(), out.options());
+    };
+    if (left > 0) parts.push_back(block(left));
+    parts.push_back(out);
+    if (right > 0) parts.push_back(block(right));
+    if (parts.size() > 1) out = cat(parts, dim, site);
+  }
+  return out;
+}
+Tensor huber_loss(const Tensor& input, const Tensor& target, const HuberLossFuncOptions& o, Site site) {
+  return gradlab::huber_loss(input, target, as_int(o.reduction()), o.delta(), site);
+}
+Tensor kl_div(const Tensor& input, const Tensor& target, const KLDivFuncOptions& o, Site site) {
+  if (!o.batch_mean_) return gradlab::kl_div(input, target, as_int(o.reduction_), o.log_target(), site);
+  Tensor total = gradlab::kl_div(input, target, as_int(kSum), o.log_target(), site);
+  return input.dim() == 0 ? total : div(total, static_cast<double>(input.size(0)), site);
+}
+
+}  // namespace gradlab::nn::functional
