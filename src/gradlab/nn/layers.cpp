@@ -114,47 +114,45 @@ void FlattenImpl::pretty_print(std::ostream& os) const {
   os << "Flatten(start_dim=" << options.start_dim() << ", end_dim=" << options.end_dim() << ")";
 }
 
-// [..., n, ...] -> [..., s0, s1, ..., ...] with Π s = n (one s may be -1)
-Tensor UnflattenImpl::forward(const Tensor& input) {
-  check_input("Unflatten", input);
-  const int64_t d = wrap_dim(options.dim(), input.dim(), "Unflatten");
-  Shape s;
-  for (int64_t k = 0; k < input.dim(); ++k) {
-    if (k != d) {
-      s.push_back(input.size(k));
-      continue;
-    }
-    int64_t known = 1, unknown = 0;
-    for (int64_t v : options.sizes()) {
-      if (v == -1) ++unknown;
-      else known *= v;
-    }
-    GRADLAB_CHECK(unknown <= 1 && (unknown ? known > 0 && input.size(d) % known == 0 : known == input.size(d)),
-                  ShapeError, "Unflatten", "the sizes must multiply to the size of dim " + std::to_string(d),
-                  "sizes whose product is " + std::to_string(input.size(d)),
-                  shape_str(Shape(options.sizes())) + " for input " + shape_str(input.sizes()));
-    for (int64_t v : options.sizes()) s.push_back(v == -1 ? input.size(d) / known : v);
-  }
-  return input.reshape(s);
-}
-void UnflattenImpl::pretty_print(std::ostream& os) const {
-  os << "Unflatten(dim=" << options.dim() << ", unflattened_size=" << shape_str(Shape(options.sizes())) << ")";
+// ---- activations (ReLU here; the others in nn/activation.cpp) ---------------------------------
+
+Tensor ReLUImpl::forward(const Tensor& x) { return options.inplace() ? relu_(x) : relu(x); }
+void ReLUImpl::pretty_print(std::ostream& os) const {
+  os << "ReLU(" << (options.inplace() ? "inplace=true" : "") << ")";
 }
 
-ZeroPad2dImpl::ZeroPad2dImpl(const ZeroPad2dOptions& o) : options(o) {
-  GRADLAB_CHECK(o.padding().size() == 4, ValueError, "ZeroPad2d", "padding must be one number or four",
-                "{left, right, top, bottom}", std::to_string(o.padding().size()) + " values");
-}
-Tensor ZeroPad2dImpl::forward(const Tensor& input) {
-  check_input("ZeroPad2d", input);
-  return functional::pad(input, functional::PadFuncOptions(options.padding()));
-}
-void ZeroPad2dImpl::pretty_print(std::ostream& os) const {
-  const auto& p = options.padding();
-  os << "ZeroPad2d(padding=[" << p[0] << ", " << p[1] << ", " << p[2] << ", " << p[3] << "])";
+Tensor LeakyReLUImpl::forward(const Tensor& x) { return functional::leaky_relu(x, options); }
+void LeakyReLUImpl::pretty_print(std::ostream& os) const {
+  os << "LeakyReLU(negative_slope=" << options.negative_slope()
+     << (options.inplace() ? ", inplace=true" : "") << ")";
 }
 
-// ---- activations: nn/activation.cpp -------------------------------------------------------------
+Tensor SoftplusImpl::forward(const Tensor& x) { return softplus(x, options.beta(), options.threshold()); }
+void SoftplusImpl::pretty_print(std::ostream& os) const {
+  os << "Softplus(beta=" << options.beta() << ", threshold=" << options.threshold() << ")";
+}
+
+GELUImpl::GELUImpl(const GELUOptions& o) : options(o) {
+  GRADLAB_CHECK(o.approximate() == "none" || o.approximate() == "tanh", ValueError, "GELU",
+                "unknown approximation", "\"none\" or \"tanh\"", "\"" + o.approximate() + "\"");
+}
+Tensor GELUImpl::forward(const Tensor& x) { return functional::gelu(x, options); }
+void GELUImpl::pretty_print(std::ostream& os) const {
+  os << "GELU(approximate='" << options.approximate() << "')";
+}
+
+Tensor TanhImpl::forward(const Tensor& x) { return tanh(x); }
+Tensor SigmoidImpl::forward(const Tensor& x) { return sigmoid(x); }
+
+Tensor SoftmaxImpl::forward(const Tensor& x) { return softmax(x, options.dim()); }
+void SoftmaxImpl::pretty_print(std::ostream& os) const {
+  os << "Softmax(dim=" << options.dim() << ")";
+}
+
+Tensor LogSoftmaxImpl::forward(const Tensor& x) { return log_softmax(x, options.dim()); }
+void LogSoftmaxImpl::pretty_print(std::ostream& os) const {
+  os << "LogSoftmax(dim=" << options.dim() << ")";
+}
 
 // ---- Dropout ---------------------------------------------------------------------------------
 
@@ -270,6 +268,48 @@ void BatchNormImplBase::pretty_print(std::ostream& os) const {
     os << "None";
   os << ", affine=" << tf(options.affine())
      << ", track_running_stats=" << tf(options.track_running_stats()) << ")";
+}
+
+// ---- Unflatten, ZeroPad2d ---------------------------------------------------------------------
+
+// [..., n, ...] -> [..., s0, s1, ..., ...] with Π s = n (one s may be -1)
+Tensor UnflattenImpl::forward(const Tensor& input) {
+  check_input("Unflatten", input);
+  const int64_t d = wrap_dim(options.dim(), input.dim(), "Unflatten");
+  Shape s;
+  for (int64_t k = 0; k < input.dim(); ++k) {
+    if (k != d) {
+      s.push_back(input.size(k));
+      continue;
+    }
+    int64_t known = 1, unknown = 0;
+    for (int64_t v : options.sizes()) {
+      if (v == -1) ++unknown;
+      else known *= v;
+    }
+    GRADLAB_CHECK(unknown <= 1 && (unknown ? known > 0 && input.size(d) % known == 0 : known == input.size(d)),
+                  ShapeError, "Unflatten", "the sizes must multiply to the size of dim " + std::to_string(d),
+                  "sizes whose product is " + std::to_string(input.size(d)),
+                  shape_str(Shape(options.sizes())) + " for input " + shape_str(input.sizes()));
+    for (int64_t v : options.sizes()) s.push_back(v == -1 ? input.size(d) / known : v);
+  }
+  return input.reshape(s);
+}
+void UnflattenImpl::pretty_print(std::ostream& os) const {
+  os << "Unflatten(dim=" << options.dim() << ", unflattened_size=" << shape_str(Shape(options.sizes())) << ")";
+}
+
+ZeroPad2dImpl::ZeroPad2dImpl(const ZeroPad2dOptions& o) : options(o) {
+  GRADLAB_CHECK(o.padding().size() == 4, ValueError, "ZeroPad2d", "padding must be one number or four",
+                "{left, right, top, bottom}", std::to_string(o.padding().size()) + " values");
+}
+Tensor ZeroPad2dImpl::forward(const Tensor& input) {
+  check_input("ZeroPad2d", input);
+  return functional::pad(input, functional::PadFuncOptions(options.padding()));
+}
+void ZeroPad2dImpl::pretty_print(std::ostream& os) const {
+  const auto& p = options.padding();
+  os << "ZeroPad2d(padding=[" << p[0] << ", " << p[1] << ", " << p[2] << ", " << p[3] << "])";
 }
 
 // ---- LayerNorm -------------------------------------------------------------------------------
