@@ -7,6 +7,7 @@
 
 #include "gradlab/nn/arg.hpp"
 #include "gradlab/nn/module.hpp"
+#include "gradlab/nn/pool_options.hpp"
 #include "gradlab/ops/nn_ops.hpp"
 
 namespace gradlab::nn {
@@ -76,19 +77,6 @@ class ConvTranspose2dImpl : public Module {
   Tensor weight, bias;
 };
 GRADLAB_MODULE(ConvTranspose2d);
-
-/// Options of nn::MaxPool2d.
-struct MaxPool2dOptions {
-  MaxPool2dOptions(IntPair kernel_size)  // NOLINT: nn::MaxPool2d(2)
-      : kernel_size_(kernel_size), stride_(kernel_size) {}
-  GRADLAB_ARG(IntPair, kernel_size);
-  /// Defaults to kernel_size.
-  GRADLAB_ARG(IntPair, stride);
-  GRADLAB_ARG(IntPair, padding) = 0;
-  GRADLAB_ARG(IntPair, dilation) = 1;
-  /// true is refused (ValueError): gradlab's max_pool2d has no last, partial window.
-  GRADLAB_ARG(bool, ceil_mode) = false;
-};
 
 /// Max over each window.
 class MaxPool2dImpl : public Module {

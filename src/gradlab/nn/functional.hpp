@@ -20,6 +20,7 @@
 #include "gradlab/core/generator.hpp"
 #include "gradlab/core/tensor.hpp"
 #include "gradlab/nn/activation_options.hpp"
+#include "gradlab/nn/pool_options.hpp"
 #include "gradlab/nn/resample_options.hpp"
 #include "gradlab/ops/nn_ops.hpp"
 #include "gradlab/ops/ops.hpp"
@@ -219,17 +220,9 @@ struct ConvTranspose2dFuncOptions {
 };
 Tensor conv_transpose2d(const Tensor& input, const Tensor& weight,
                         const ConvTranspose2dFuncOptions& options, Site site = {});
-/// F::max_pool2d(x, F::MaxPool2dFuncOptions(3).stride(2)); stride defaults to the kernel size.
-struct MaxPool2dFuncOptions {
-  MaxPool2dFuncOptions(IntPair kernel_size)  // NOLINT
-      : kernel_size_(kernel_size), stride_(kernel_size) {}
-  GRADLAB_ARG(IntPair, kernel_size);
-  GRADLAB_ARG(IntPair, stride);
-  GRADLAB_ARG(IntPair, padding) = 0;
-  GRADLAB_ARG(IntPair, dilation) = 1;
-  /// true is refused: gradlab's max_pool2d has no last, partial window.
-  GRADLAB_ARG(bool, ceil_mode) = false;
-};
+/// F::max_pool2d(x, F::MaxPool2dFuncOptions(3).stride(2)); stride defaults to the kernel size;
+/// ceil_mode(true) is refused (ValueError): gradlab's max_pool2d has no last, partial window.
+using MaxPool2dFuncOptions = MaxPool2dOptions;
 Tensor max_pool2d(const Tensor& input, const MaxPool2dFuncOptions& options, Site site = {});
 /// F::batch_norm(x, running_mean, running_var, F::BatchNormFuncOptions().weight(w).training(true)).
 struct BatchNormFuncOptions {

@@ -496,11 +496,7 @@ void ConvTranspose2dImpl::pretty_print(std::ostream& os) const {
 
 Tensor MaxPool2dImpl::forward(const Tensor& input) {
   check_input("MaxPool2d", input);
-  GRADLAB_CHECK(!options.ceil_mode(), ValueError, "MaxPool2d", "ceil_mode is not supported by gradlab",
-                "ceil_mode(false)", "ceil_mode(true)",
-                "pad the input on the bottom / right so the last window fits");
-  return max_pool2d(input, options.kernel_size(), options.stride(), options.padding(),
-                    options.dilation());
+  return functional::max_pool2d(input, options);  // refuses ceil_mode(true)
 }
 
 void MaxPool2dImpl::pretty_print(std::ostream& os) const {
