@@ -270,8 +270,7 @@ inline std::vector<Snippet> snippets() {
          Tensor y = in[0] * 1;
          torch::relu_(y);
          return y;
-       },
-       kNameDiffers},
+       }}, // ReluBackward0, as LibTorch's relu_
       {"leaky_relu_inplace_top", {kX23},
        [](V in) {
          Tensor y = in[0] * 1;
@@ -305,8 +304,7 @@ inline std::vector<Snippet> snippets() {
          Tensor y = in[0] * 1;
          F::relu(y, F::ReLUFuncOptions().inplace(true));
          return y;
-       },
-       kNameDiffers},
+       }}, // ReluBackward0, as LibTorch's relu_
       {"F_leaky_relu_options", {kX23},
        [](V in) { return F::leaky_relu(in[0], F::LeakyReLUFuncOptions().negative_slope(0.2)); }},
       {"F_leaky_relu_inplace", {kX23},
@@ -396,8 +394,7 @@ inline std::vector<Snippet> snippets() {
          Tensor y = in[0] * 1;
          relu(y);
          return y;
-       },
-       kNameDiffers},
+       }}, // ReluBackward0, as LibTorch's relu_
       {"nn_leaky_relu_inplace", {kX23},
        [](V in) {
          torch::nn::LeakyReLU act(torch::nn::LeakyReLUOptions().negative_slope(0.2).inplace(true));

@@ -14,12 +14,13 @@ namespace gradlab {
 using namespace ops_detail;
 
 namespace {
-// x = f(x) through a clone: f saves the clone (never x), so writing x does not invalidate what
-// f's backward reads. copy_ refuses a leaf that requires grad, as LibTorch's in-place ops.
+// x = f(x) in place, as clamp_ (ops/inplace.cpp's apply_inplace): without a graph f's value is
+// written into x; with one, f(clone of x) is recorded (its node, e.g. ReluBackward0, as
+// LibTorch's relu_) and becomes x's history. A leaf that requires grad is refused.
 Tensor write_back(const Tensor& x, const char* op, const std::function<Tensor(const Tensor&)>& f,
                   const Site& site) {
   check_defined(op, x);
-  x.copy_(f(clone(x, site)), site);
+  apply_inplace(x, op, site, {}, [&] { kern::copy(x, f(x.detach())); }, f);
   return x;
 }
 }  // namespace

@@ -1,7 +1,9 @@
 #pragma once
 // Helpers shared by the op files (internal).
 
+#include <functional>
 #include <utility>
+#include <vector>
 
 #include "gradlab/autograd/grad_mode.hpp"
 #include "gradlab/autograd/node.hpp"
@@ -40,6 +42,14 @@ struct BuiltinOp : Op<D>, autograd::BuiltinOpTag {
   }
 };
 
+/// Runs an in-place op on self (ops/inplace.cpp; every `name_` op goes through it): without a
+/// graph `direct()` writes into self; with one, `functional(old)` computes the new value from a
+/// clone of the old (recorded), it is written back and becomes self's history (a view's base
+/// is rebased). Refuses a leaf that requires grad; bumps the version either way. `others`: the
+/// op's other inputs, whose requires_grad also asks for a graph.
+const Tensor& apply_inplace(const Tensor& self, const char* op, const Site& site,
+                            const std::vector<const Tensor*>& others, const std::function<void()>& direct,
+                            const std::function<Tensor(const Tensor&)>& functional);
 /// Throws DeviceError naming both devices when a and b differ.
 void check_same_device(const char* op, const Tensor& a, const Tensor& b);
 /// Throws unless x is defined (names the op and the argument).

@@ -209,9 +209,11 @@ void rebase_view_history(const Tensor& view_in, const Tensor& result, const Site
   autograd::connect(as, as_in, as_out);
 }
 
-// Runs an in-place op. `direct` writes into self without autograd; `functional(old)` computes the
-// new value out of place (recorded) from the old value.
-const Tensor& apply_inplace(const Tensor& self, const char* op, const Site& site, const std::vector<const Tensor*>& others,
+}  // namespace
+
+// Runs an in-place op (declared in ops/common.hpp). `direct` writes into self without autograd;
+// `functional(old)` computes the new value out of place (recorded) from the old value.
+const Tensor& ops_detail::apply_inplace(const Tensor& self, const char* op, const Site& site, const std::vector<const Tensor*>& others,
                       const std::function<void()>& direct,
                       const std::function<Tensor(const Tensor&)>& functional) {
   check_writable(self, op);
@@ -241,6 +243,8 @@ const Tensor& apply_inplace(const Tensor& self, const char* op, const Site& site
   ++self.impl()->history_version;  // views taken before this write are stale
   return self;
 }
+
+namespace {
 
 Tensor value_like(const Tensor& self, const Scalar& v) { return wrap_scalar(v, self, "in-place op"); }
 

@@ -60,7 +60,8 @@ Tensor sign(const Tensor& x);
 // ---- more activations (LibTorch's top-level names), composed in ops/activation.cpp -------------
 // Each is one expression of the primitives above, so its gradient comes from theirs (grad_fn
 // names are the last primitive's, not LibTorch's EluBackward0, ...). The in-place forms (relu_,
-// ...) write the out-of-place result into x and return x: refused on a leaf that requires grad.
+// ...) run as every `name_` op (ops/inplace.cpp): x = f(x), returned, recorded as f's node;
+// refused on a leaf that requires grad.
 
 /// scale * (x > 0 ? x : alpha * (exp(input_scale * x) - 1)) (torch::elu).
 Tensor elu(const Tensor& x, double alpha = 1.0, double scale = 1.0, double input_scale = 1.0, Site site = {});
