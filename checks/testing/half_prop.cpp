@@ -6,10 +6,12 @@
 // runs get those very values (widened exactly), so any difference comes from the ops' roundings.
 // Stated tolerance, for the output and for each input's gradient, element by element:
 //
-//     |y_h - y_32| <= k * u_h * (|y_32| + max |y_32| + s) + |y_32 - y_64|
+//     |y_h - y_32| <= k * (u_h * (|y_32| + max |y_32| + s) + eta_h) + |y_32 - y_64|
 //
-// u_h = 2^-11 (float16) or 2^-8 (bfloat16), the unit roundoff: one rounding of the result
-// is at most u_h |y|. k = 8 covers a composite op of a few primitives (each rounds once in h).
+// u_h = 2^-11 (float16) or 2^-8 (bfloat16), the unit roundoff, and eta_h = 2^-25 (float16) or
+// 2^-134 (bfloat16), half the smallest subnormal: one rounding of the result is at most
+// u_h |y| + eta_h (the standard model with underflow: below float16's smallest normal, 6.1e-5,
+// the spacing is a fixed 2^-24, so a product of 1e-6 keeps only a few bits). k = 8 covers a composite op of a few primitives (each rounds once in h).
 // The max |y| term and s, the largest |input| for outputs and the largest |upstream gradient|
 // for gradients, absorb the absolute error that cancellation leaves where terms of that size
 // nearly cancel (x - mean(x), softmax - one_hot, 1 + erf(x) for x < 0). The last term
@@ -19,6 +21,7 @@
 // return h (or what float32 does when an operand promotes past float32).
 
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <set>
 
@@ -76,6 +79,15 @@ double bound_factor(const std::string& row) {
 }
 
 double unit_roundoff(ScalarType h) { return h == kFloat16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8); }
+// The absolute error of one rounding into the subnormal range: half the smallest subnormal.
+double underflow_unit(ScalarType h) { return h == kFloat16 ? std::ldexp(1.0, -25) : std::ldexp(1.0, -134); }
+
+// %.6g: std::to_string's fixed 6 decimals print a float16 gradient of 1e-6 as 0.000001.
+std::string g6(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", x);
+  return buf;
+}
 
 // The largest violation of the stated bound (<= 1 passes), and where.
 struct Verdict {
@@ -91,7 +103,7 @@ double max_abs(const TensorList& ts) {
   return m;
 }
 
-void compare(const Tensor& h, const Tensor& f, const Tensor& exact, double k, double u, double s,
+void compare(const Tensor& h, const Tensor& f, const Tensor& exact, double k, double u, double eta, double s,
              const std::string& what, Verdict& v) {
   const std::vector<double> a = h.to(kFloat64).to_vector<double>(), b = f.to(kFloat64).to_vector<double>(),
                             e = exact.to(kFloat64).to_vector<double>();
@@ -100,12 +112,12 @@ void compare(const Tensor& h, const Tensor& f, const Tensor& exact, double k, do
     if (std::isfinite(x)) mx = std::max(mx, std::abs(x));
   for (size_t i = 0; i < a.size(); ++i) {
     if (std::isnan(b[i]) && std::isnan(a[i])) continue;
-    const double bound = k * u * (std::abs(b[i]) + mx + s) + (std::isfinite(e[i]) ? std::abs(b[i] - e[i]) : 0.0);
+    const double bound = k * (u * (std::abs(b[i]) + mx + s) + eta) + (std::isfinite(e[i]) ? std::abs(b[i] - e[i]) : 0.0);
     const double err = std::abs(a[i] - b[i]);
     const double r = bound > 0 ? err / bound : (err == 0 ? 0 : INFINITY);
     if (!(r <= v.ratio)) {
       v.ratio = std::isnan(r) ? INFINITY : r;
-      v.where = what + "[" + std::to_string(i) + "]: " + std::to_string(a[i]) + " vs float32 " + std::to_string(b[i]);
+      v.where = what + "[" + std::to_string(i) + "]: " + g6(a[i]) + " vs float32 " + g6(b[i]) + " (bound " + g6(bound) + ")";
     }
   }
 }
@@ -113,7 +125,7 @@ void compare(const Tensor& h, const Tensor& f, const Tensor& exact, double k, do
 void half_parity_property(const OpSpec& spec, ScalarType h) {
   rcgen::RcDraw d(true, 4);
   const OpCase c = spec.sample(d);
-  const double k = bound_factor(spec.name), u = unit_roundoff(h);
+  const double k = bound_factor(spec.name), u = unit_roundoff(h), eta = underflow_unit(h);
   // Inputs rounded to h once; the float32 copies hold the same values.
   TensorList in_h, in_f, in_d;
   for (const Tensor& t : c.inputs) {
@@ -140,7 +152,7 @@ void half_parity_property(const OpSpec& spec, ScalarType h) {
     if (out_h[i].dtype() != want)
       RC_FAIL("[half:dtype] " + spec.name + " on " + to_string(h) + " inputs returned " + to_string(out_h[i].dtype()) +
               ": " + c.describe + "\n  reproduce: " + reproduce_command());
-    compare(out_h[i], out_f[i], out_d[i], k, u, max_abs(in_f), "output " + std::to_string(i), v);
+    compare(out_h[i], out_f[i], out_d[i], k, u, eta, max_abs(in_f), "output " + std::to_string(i), v);
     if (!out_h[i].requires_grad()) continue;
     Tensor up = d.values(out_h[i].sizes(), Domain::any(-1, 1), false).to(h);
     ys_h.push_back(out_h[i]);
@@ -167,13 +179,13 @@ void half_parity_property(const OpSpec& spec, ScalarType h) {
       if (g_h[i].dtype() != h)
         RC_FAIL("[half:dtype] the gradient of " + spec.name + " input " + std::to_string(i) + " is " +
                 to_string(g_h[i].dtype()) + ", expected " + to_string(h) + "\n  reproduce: " + reproduce_command());
-      compare(g_h[i], g_f[i], g_d[i], k, u, max_abs(us_f), "grad of input " + std::to_string(i), v);
+      compare(g_h[i], g_f[i], g_d[i], k, u, eta, max_abs(us_f), "grad of input " + std::to_string(i), v);
     }
   }
   if (v.ratio > 1)
     RC_FAIL("[half:parity] " + spec.name + " in " + to_string(h) + ": " + c.describe + "\n  " + v.where +
-            " is " + std::to_string(v.ratio) + "x the bound " + std::to_string(k) + " u (|y| + max|y| + s) + |y32 - y64|, u = " +
-            std::to_string(u) + "\n  reproduce: " + reproduce_command());
+            " is " + g6(v.ratio) + "x the bound " + g6(k) + " (u (|y| + max|y| + s) + eta) + |y32 - y64|, u = " + g6(u) +
+            ", eta = " + g6(eta) + "\n  reproduce: " + reproduce_command());
 }
 
 std::vector<std::string> all_rows() {
