@@ -57,7 +57,8 @@ struct Case {
 // small: sizes for a full-Jacobian gradcheck (at most 2 images, channels per group, groups).
 Case draw_case(bool transposed, bool small = false) {
   Case c{};
-  // Channels per group reach 6: oneDNN takes 4 or more (conv_onednn.hpp), the GEMM path fewer.
+  // Channels per group reach 6: oneDNN takes 4 or more, or 1 in a depthwise conv (conv_onednn.cpp),
+  // the GEMM path the rest.
   const int64_t m = small ? 3 : 4, ch = small ? 3 : 7, extra = small ? 3 : 7;
   c.N = *rc::gen::inRange<int64_t>(1, m);
   c.groups = *rc::gen::inRange<int64_t>(1, m);
