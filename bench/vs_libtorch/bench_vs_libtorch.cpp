@@ -24,6 +24,8 @@
 //                         faults_per_step (getrusage minor + major, the whole process)
 //   mlp_step              Linear 784-256, ReLU, Linear 256-10, cross-entropy, Adam(1e-3), batch 256
 //   relu_chain_16M        relu(x * 2 + 1), eager
+//   depthwise_conv_32x64x56x56  conv2d 3x3, padding 1, groups 64 on [32, 64, 56, 56], forward and
+//                         backward (dx and dw; gradients accumulate across iterations)
 //   relu_chain_compiled_16M  the same through gradlab::jit::compile (gradlab only: LibTorch's C++
 //                         API has no compile step)
 // Each binary's counter threads_api is 1 when the library's set_num_threads was called, 0 when
@@ -253,6 +255,20 @@ void mlp_step(benchmark::State& state) {
   for (auto _ : state) train_step(model, opt, x, y);
 }
 
+// A depthwise 3x3 conv (MobileNet's block: groups == channels), forward and backward (dx, dw).
+void depthwise_conv_32x64x56x56(benchmark::State& state) {
+  use_threads(state);
+  torch::manual_seed(0);
+  const torch::Tensor x = torch::randn({32, 64, 56, 56}).requires_grad_();
+  const torch::Tensor w = (torch::randn({64, 1, 3, 3}) * 0.3).requires_grad_();
+  const torch::Tensor dy = torch::randn({32, 64, 56, 56});
+  for (auto _ : state) {
+    torch::Tensor y = torch::conv2d(x, w, {}, 1, 1, 1, 64);
+    y.backward(dy);
+    benchmark::DoNotOptimize(x.grad().data_ptr<float>());
+  }
+}
+
 #if !GRADLAB_BENCH_LIBTORCH
 void relu_chain_compiled_16M(benchmark::State& state) {
   use_threads(state);
@@ -288,6 +304,7 @@ ROW(softmax_16384x1024, kMillisecond);
 ROW(cnn_step, kMillisecond);
 ROW(mlp_step, kMillisecond);
 ROW(relu_chain_16M, kMillisecond);
+ROW(depthwise_conv_32x64x56x56, kMillisecond);
 #if !GRADLAB_BENCH_LIBTORCH
 ROW(relu_chain_compiled_16M, kMillisecond);
 #endif

@@ -339,7 +339,59 @@ inline std::vector<Snippet> snippets() {
        [](V in) {
          return F::conv2d(in[0], in[1], F::Conv2dFuncOptions().bias(in[2]).padding(1).dilation(2).groups(2));
        },
+       kSame},
+      // ---- grouped and depthwise conv2d, conv1d: LibTorch's positional order, then the modules ----
+      {"conv2d_groups_top", {wave({2, 4, 4, 5}, 0.4), wave({6, 2, 2, 3}, 1.4), wave({6}, 2.4)},
+       [](V in) { return torch::conv2d(in[0], in[1], in[2], 1, {1, 0}, 1, 2); }, kSame},
+      {"conv2d_depthwise", {wave({2, 3, 5, 5}, 0.2), wave({3, 1, 3, 3}, 1.2), wave({3}, 2.2)},
+       [](V in) { return torch::conv2d(in[0], in[1], in[2], 2, 1, 1, 3); }, kSame},
+      {"conv2d_depthwise_multiplier_unbatched", {wave({2, 4, 4}, 0.6), wave({4, 1, 3, 3}, 1.6)},
+       [](V in) { return torch::conv2d(in[0], in[1], Tensor(), 1, 1, {2, 1}, 2); },
+       kNameDiffers},  // unbatched: LibTorch's SqueezeBackward1, gradlab's squeeze(dim) is SqueezeBackward0
+      // NOTE: torch::conv2d(x, w, Tensor(), 1, 0, ...) is ambiguous in LibTorch 1.13: a literal 0
+      // is also a null c10::string_view, the padding="same" overload's argument.
+      {"conv2d_groups_channel_mismatch", {wave({1, 3, 5, 5}, 0.1), wave({6, 2, 3, 3}, 1.1)},
+       [](V in) { return torch::conv2d(in[0], in[1], Tensor(), 1, 1, 1, 2); }, kSame},
+      {"conv2d_groups_filters_not_divisible", {wave({1, 4, 5, 5}, 0.1), wave({3, 2, 3, 3}, 1.1)},
+       [](V in) { return torch::conv2d(in[0], in[1], Tensor(), 1, 1, 1, 2); }, kSame},
+      {"nn_conv2d_groups", {wave({1, 4, 5, 5}, 0.8), wave({6, 2, 3, 3}, 1.8), wave({6}, 2.8)},
+       [](V in) {
+         // weight [out, in / groups, kh, kw]; LibTorch's init bound 1 / sqrt(in / groups * kh * kw)
+         torch::nn::Conv2d m(torch::nn::Conv2dOptions(4, 6, 3).padding(1).groups(2));
+         m->to(torch::kFloat64);
+         const double fresh_max = m->weight.detach().abs().max().template item<double>();
+         {
+           torch::NoGradGuard no_grad;
+           m->weight.copy_(in[1]);
+           m->bias.copy_(in[2]);
+         }
+         const double shape[] = {static_cast<double>(m->weight.size(0)), static_cast<double>(m->weight.size(1)),
+                                 fresh_max <= 1 / std::sqrt(18.0) && fresh_max > 1 / std::sqrt(36.0) ? 1.0 : 0.0};
+         return torch::cat({m(in[0]).flatten(), torch::tensor({shape[0], shape[1], shape[2]}, f64())});
+       },
+       kSame},
+      {"torch_conv1d_groups", {wave({2, 4, 7}, 0.3), wave({6, 2, 3}, 1.3), wave({6}, 2.3)},
+       [](V in) { return torch::conv1d(in[0], in[1], in[2], 2, 1, 1, 2); }, kNameDiffers},
+      {"F_conv1d_options", {wave({1, 2, 9}, 0.9), wave({3, 2, 3}, 1.9), wave({3}, 2.9)},
+       [](V in) { return F::conv1d(in[0], in[1], F::Conv1dFuncOptions().bias(in[2]).padding(1).dilation(2)); },
        kNameDiffers},
+      {"F_conv1d_depthwise_unbatched", {wave({3, 6}, 0.5), wave({3, 1, 2}, 1.5)},
+       [](V in) { return F::conv1d(in[0], in[1], F::Conv1dFuncOptions().stride(2).groups(3)); },
+       kNameDiffers},  // unbatched: LibTorch's SqueezeBackward1, gradlab's squeeze(dim) is SqueezeBackward0
+      {"conv1d_bad_groups", {wave({1, 4, 6}, 0.5), wave({3, 2, 3}, 1.5)},
+       [](V in) { return torch::conv1d(in[0], in[1], Tensor(), 1, 1, 1, 2); }, kSame},
+      {"nn_conv1d", {wave({2, 3, 8}, 0.7), wave({4, 3, 3}, 1.7), wave({4}, 2.7)},
+       [](V in) {
+         torch::nn::Conv1d m(torch::nn::Conv1dOptions(3, 4, 3).stride(2).padding(1));
+         m->to(torch::kFloat64);
+         {
+           torch::NoGradGuard no_grad;
+           m->weight.copy_(in[1]);
+           m->bias.copy_(in[2]);
+         }
+         return m(in[0]) + m(in[0].select(0, 1)).unsqueeze(0);  // batched and unbatched
+       },
+       kSame},
       {"F_conv_transpose2d_options", {wave({1, 2, 3, 3}, 0.3), wave({2, 3, 3, 3}, 1.3), wave({3}, 2.3)},
        [](V in) {
          return F::conv_transpose2d(

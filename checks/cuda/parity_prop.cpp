@@ -374,10 +374,11 @@ const std::vector<LargeCase>& large_cases() {
       {"conv2d",
        [](Draw& d) {
          OpParams p = window(d, false);
-         const int64_t C = d.integer(1, 4), O = d.integer(1, 8);
+         const int64_t g = d.integer(1, 3), C = g * d.integer(1, 4), O = g * d.integer(1, 8);
+         p.set("groups", g);
          const Dims &hw = p.dims("hw"), &k = p.dims("kernel_size");
          Tensor x = d.values({d.integer(1, 2), C, hw[0], hw[1]}, Domain::any());
-         Tensor w = d.values({O, C, k[0], k[1]}, Domain::any()), b = d.values({O}, Domain::any());
+         Tensor w = d.values({O, C / g, k[0], k[1]}, Domain::any()), b = d.values({O}, Domain::any());
          return large("conv2d", {x, w, b}, p);
        }},
       {"max_pool2d",

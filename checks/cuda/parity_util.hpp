@@ -54,7 +54,7 @@ inline constexpr double kMatmulFactor = 10.0;
 inline bool matmul_like(const std::string& row) {
   // The recurrent cells: two GEMMs (linear) under their gate functions.
   static const std::set<std::string> s = {"matmul",    "mm",       "bmm",           "linear",
-                                          "conv2d",    "lstm_cell", "gru_cell",     "rnn_tanh_cell",
+                                          "conv2d",    "conv1d",    "lstm_cell", "gru_cell",     "rnn_tanh_cell",
                                           "rnn_relu_cell"};
   return s.count(row) > 0;
 }
@@ -89,7 +89,7 @@ inline Magnitude magnitude_rule(const std::string& row) {
           "sum_to",       "cat",         "stack",       "clone",     "contiguous", "to",
           "index_select", "gather",      "scatter_add", "index_add", "embedding",  "nll_loss",
           "add_",         "sub_",        "mul_",        "div_",      "copy_",      "masked_fill_",
-          "index_put_",   "linear",      "unfold",      "fold",      "conv2d",
+          "index_put_",   "linear",      "unfold",      "fold",      "conv2d",    "conv1d",
           // linear maps with weights of one sign (the windows' 1 / divisor, the stencils' λ)
           "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "upsample_nearest1d",
           "upsample_nearest2d", "upsample_linear1d", "upsample_bilinear2d"})

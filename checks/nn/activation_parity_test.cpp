@@ -112,7 +112,7 @@ TEST(ActivationParity, Conv2dGroupsIsPerGroupConvolutions) {
       },
       {x, w, b}, "conv2d groups"));
   EXPECT_THAT(error_of<ShapeError>([&] { F::conv2d(x, w, F::Conv2dFuncOptions().groups(3)); }),
-              HasSubstr("conv2d: channels must split into groups"));
+              HasSubstr("conv2d: input channels do not match the weight of size [6, 2, 3, 3] with groups 3"));
 }
 
 TEST(ActivationParity, EmbeddingPaddingIdxGetsNoGradient) {

@@ -1,7 +1,7 @@
 // The fast convolution (backend/cpu/conv_gemm.cpp: im2col + GEMM per image) against the readable
 // reference (unfold + matmul + fold, forced by set_conv_reference(true)) over random shapes:
-// N, C_in, C_out, H, W, kernel, stride, padding, dilation (and groups, output_padding for
-// conv_transpose2d). Forward, input, weight and bias gradients for one random upstream gradient.
+// N, C_in, C_out, H, W, kernel, stride, padding, dilation, groups (depthwise when each group has
+// one input channel), and output_padding for conv_transpose2d. Forward, input, weight and bias gradients for one random upstream gradient.
 // float32 runs twice: through oneDNN (when the build found it) and through the GEMM path.
 // Tolerances: float64 |fast - ref| <= 1e-12 (1 + |ref|); float32 <= 1e-4 (1 + |ref|) — the two
 // paths sum the same products in different orders (BLAS blocking), so float32 differs in the last
@@ -57,10 +57,11 @@ struct Case {
 // small: sizes for a full-Jacobian gradcheck (at most 2 images, channels per group, groups).
 Case draw_case(bool transposed, bool small = false) {
   Case c{};
-  // Channels per group reach 6: oneDNN takes 4 or more (conv_onednn.hpp), the GEMM path fewer.
+  // Channels per group reach 6: oneDNN takes 4 or more, or 1 in a depthwise conv (conv_onednn.cpp),
+  // the GEMM path the rest.
   const int64_t m = small ? 3 : 4, ch = small ? 3 : 7, extra = small ? 3 : 7;
   c.N = *rc::gen::inRange<int64_t>(1, m);
-  c.groups = transposed ? *rc::gen::inRange<int64_t>(1, m) : 1;
+  c.groups = *rc::gen::inRange<int64_t>(1, m);
   c.Cg = *rc::gen::inRange<int64_t>(1, ch);
   c.Og = *rc::gen::inRange<int64_t>(1, ch);
   c.kh = *rc::gen::inRange<int64_t>(1, 5);
@@ -100,12 +101,12 @@ Result run(const Case& c, bool transposed, ScalarType dt, bool reference) {
   const int64_t C = c.Cg * c.groups, O = c.Og * c.groups;
   Tensor x = randn({c.N, C, c.H, c.W}, opt, &gen).requires_grad_();
   Tensor w =
-      (transposed ? randn({C, c.Og, c.kh, c.kw}, opt, &gen) : randn({O, C, c.kh, c.kw}, opt, &gen))
+      (transposed ? randn({C, c.Og, c.kh, c.kw}, opt, &gen) : randn({O, c.Cg, c.kh, c.kw}, opt, &gen))
           .requires_grad_();
   Tensor b = randn({O}, opt, &gen).requires_grad_();
   Tensor y = transposed ? conv_transpose2d(x, w, b, {c.sh, c.sw}, {c.ph, c.pw}, {c.oph, c.opw},
                                            c.groups, {c.dh, c.dw})
-                        : conv2d(x, w, b, {c.sh, c.sw}, {c.ph, c.pw}, {c.dh, c.dw});
+                        : conv2d(x, w, b, {c.sh, c.sw}, {c.ph, c.pw}, {c.dh, c.dw}, c.groups);
   Tensor gy = randn(y.sizes(), opt, &gen);
   y.backward(gy);
   return {y.detach().to_vector<double>(), x.grad().to_vector<double>(),
@@ -157,13 +158,14 @@ RC_GTEST_PROP(ConvFast, GradcheckOfTheFastPath, ()) {
   const int64_t C = c.Cg * c.groups, O = c.Og * c.groups;
   Tensor x = randn({c.N, C, c.H, c.W}, opt, &gen).requires_grad_();
   Tensor w =
-      (transposed ? randn({C, c.Og, c.kh, c.kw}, opt, &gen) : randn({O, C, c.kh, c.kw}, opt, &gen))
+      (transposed ? randn({C, c.Og, c.kh, c.kw}, opt, &gen) : randn({O, c.Cg, c.kh, c.kw}, opt, &gen))
           .requires_grad_();
   Tensor b = randn({O}, opt, &gen).requires_grad_();
   auto f = [&](const TensorList& in) {
     return transposed ? conv_transpose2d(in[0], in[1], in[2], {c.sh, c.sw}, {c.ph, c.pw},
                                          {c.oph, c.opw}, c.groups, {c.dh, c.dw})
-                      : conv2d(in[0], in[1], in[2], {c.sh, c.sw}, {c.ph, c.pw}, {c.dh, c.dw});
+                      : conv2d(in[0], in[1], in[2], {c.sh, c.sw}, {c.ph, c.pw}, {c.dh, c.dw},
+                               c.groups);
   };
   const auto opts = gradlab::testing::GradcheckOptions().raise_exception(false);
   const auto r1 = gradlab::testing::gradcheck(f, {x, w, b}, opts);

@@ -85,6 +85,18 @@ TEST(OnnxExport, SmallCnnMatchesOnnxruntime) {
   EXPECT_ROUND_TRIP([&](const std::string& p) { onnx::export_model(cnn, x, p); }, x, y, "cnn");
 }
 
+// A depthwise-separable block: the grouped Conv2d's ONNX node carries group (weight [O, C/g, k, k]).
+TEST(OnnxExport, GroupedAndDepthwiseConvMatchOnnxruntime) {
+  manual_seed(4);
+  Tensor x = randn({3, 4, 7, 7});
+  nn::Sequential cnn(nn::Conv2d(nn::Conv2dOptions(4, 4, 3).padding(1).groups(4)), nn::ReLU(),
+                     nn::Conv2d(nn::Conv2dOptions(4, 6, 3).groups(2)), nn::Flatten());
+  cnn->eval();
+  NoGradGuard no_grad;
+  Tensor y = cnn->forward(x);
+  EXPECT_ROUND_TRIP([&](const std::string& p) { onnx::export_model(cnn, x, p); }, x, y, "grouped");
+}
+
 TEST(OnnxExport, OtherLayersMatchOnnxruntime) {
   manual_seed(2);
   nn::BatchNorm1d bn(12);

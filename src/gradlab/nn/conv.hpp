@@ -1,6 +1,6 @@
 #pragma once
-// nn::Conv2d, nn::ConvTranspose2d and nn::MaxPool2d (enough for a small CNN on 8x8 digits and a
-// DCGAN generator).
+// nn::Conv1d, nn::Conv2d, nn::ConvTranspose2d and nn::MaxPool2d (enough for a small CNN on 8x8
+// digits, a depthwise-separable block and a DCGAN generator).
 
 #include <optional>
 #include <vector>
@@ -22,11 +22,13 @@ struct Conv2dOptions {
   GRADLAB_ARG(IntPair, stride) = 1;
   GRADLAB_ARG(IntPair, padding) = 0;
   GRADLAB_ARG(IntPair, dilation) = 1;
+  /// Channels split into `groups` independent convolutions (in_channels == groups: depthwise).
+  GRADLAB_ARG(int64_t, groups) = 1;
   GRADLAB_ARG(bool, bias) = true;
 };
 
-/// [N, C_in, H, W] -> [N, C_out, oh, ow]; weight [C_out, C_in, kh, kw] and bias as nn::Linear's
-/// default init with fan_in = C_in * kh * kw.
+/// [N, C_in, H, W] -> [N, C_out, oh, ow]; weight [C_out, C_in / groups, kh, kw] and bias as
+/// nn::Linear's default init with fan_in = C_in / groups * kh * kw (LibTorch's).
 class Conv2dImpl : public Module {
  public:
   Conv2dImpl(int64_t in_channels, int64_t out_channels, IntPair kernel_size)
@@ -40,6 +42,37 @@ class Conv2dImpl : public Module {
   Tensor weight, bias;
 };
 GRADLAB_MODULE(Conv2d);
+
+/// Options of nn::Conv1d (LibTorch's Conv1dOptions; its ExpandingArray<1> sizes are one int here:
+/// `3` and `{3}` both work).
+struct Conv1dOptions {
+  Conv1dOptions(int64_t in_channels, int64_t out_channels, int64_t kernel_size)
+      : in_channels_(in_channels), out_channels_(out_channels), kernel_size_(kernel_size) {}
+  GRADLAB_ARG(int64_t, in_channels);
+  GRADLAB_ARG(int64_t, out_channels);
+  GRADLAB_ARG(int64_t, kernel_size);
+  GRADLAB_ARG(int64_t, stride) = 1;
+  GRADLAB_ARG(int64_t, padding) = 0;
+  GRADLAB_ARG(int64_t, dilation) = 1;
+  GRADLAB_ARG(int64_t, groups) = 1;
+  GRADLAB_ARG(bool, bias) = true;
+};
+
+/// [N, C_in, L] (or [C_in, L]) -> [N, C_out, ol] through conv1d; weight [C_out, C_in / groups, k]
+/// and bias as Conv2d's init with fan_in = C_in / groups * k.
+class Conv1dImpl : public Module {
+ public:
+  Conv1dImpl(int64_t in_channels, int64_t out_channels, int64_t kernel_size)
+      : Conv1dImpl(Conv1dOptions(in_channels, out_channels, kernel_size)) {}
+  explicit Conv1dImpl(const Conv1dOptions& options);
+  void reset_parameters();
+  Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& os) const override;
+
+  Conv1dOptions options;
+  Tensor weight, bias;
+};
+GRADLAB_MODULE(Conv1d);
 
 /// Options of nn::ConvTranspose2d.
 struct ConvTranspose2dOptions {

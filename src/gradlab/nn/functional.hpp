@@ -127,6 +127,7 @@ using gradlab::adaptive_avg_pool1d;
 using gradlab::adaptive_avg_pool2d;
 using gradlab::avg_pool2d;
 using gradlab::batch_norm;
+using gradlab::conv1d;
 using gradlab::conv2d;
 using gradlab::conv_transpose2d;
 using gradlab::dropout;
@@ -196,6 +197,19 @@ Tensor softmin(const Tensor& input, const SoftminFuncOptions& options, Site site
 Tensor log_softmax(const Tensor& input, const LogSoftmaxFuncOptions& options, Site site = {});
 
 // ---- the layers' functions with LibTorch's option structs --------------------------------------
+/// F::conv1d(x, w, F::Conv1dFuncOptions().bias(b).stride(2).padding(1).groups(2)).
+struct Conv1dFuncOptions {
+  GRADLAB_ARG(Tensor, bias) = Tensor();
+  GRADLAB_ARG(int64_t, stride) = 1;
+  GRADLAB_ARG(int64_t, padding) = 0;
+  GRADLAB_ARG(int64_t, dilation) = 1;
+  /// Input channels and filters split into `groups` independent convolutions (weight
+  /// [O, C / groups, k]).
+  GRADLAB_ARG(int64_t, groups) = 1;
+};
+/// gradlab::conv1d with the options' bias, stride, padding, dilation and groups.
+Tensor conv1d(const Tensor& input, const Tensor& weight, const Conv1dFuncOptions& options = {},
+              Site site = {});
 /// F::conv2d(x, w, F::Conv2dFuncOptions().bias(b).stride(2).padding(1).groups(2)).
 struct Conv2dFuncOptions {
   GRADLAB_ARG(Tensor, bias) = Tensor();
@@ -206,8 +220,8 @@ struct Conv2dFuncOptions {
   /// [O, C / groups, kh, kw]).
   GRADLAB_ARG(int64_t, groups) = 1;
 };
-/// With groups > 1: one conv2d per group, concatenated along the channels.
-Tensor conv2d(const Tensor& input, const Tensor& weight, const Conv2dFuncOptions& options,
+/// gradlab::conv2d with the options' bias, stride, padding, dilation and groups.
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Conv2dFuncOptions& options = {},
               Site site = {});
 /// F::conv_transpose2d(x, w, F::ConvTranspose2dFuncOptions().stride(2).output_padding(1)).
 struct ConvTranspose2dFuncOptions {

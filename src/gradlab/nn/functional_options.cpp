@@ -78,33 +78,13 @@ Tensor log_softmax(const Tensor& input, const LogSoftmaxFuncOptions& o, Site sit
 }
 
 // ---- layers ------------------------------------------------------------------------------------
-// groups > 1: input channels [C] and filters [O] split in `groups` slices; filter slice g sees
-// input slice g only (weight [O, C / groups, kh, kw]); outputs concatenated along the channels.
+Tensor conv1d(const Tensor& input, const Tensor& weight, const Conv1dFuncOptions& o, Site site) {
+  return gradlab::conv1d(input, weight, o.bias(), o.stride(), o.padding(), o.dilation(), o.groups(),
+                         site);
+}
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Conv2dFuncOptions& o, Site site) {
-  const int64_t g = o.groups();
-  if (g == 1) return gradlab::conv2d(input, weight, o.bias(), o.stride(), o.padding(), o.dilation(), site);
-  GRADLAB_CHECK(g > 0, ValueError, "conv2d", "groups must be positive", "groups >= 1", std::to_string(g));
-  GRADLAB_CHECK(input.defined() && weight.defined() && (input.dim() == 3 || input.dim() == 4) &&
-                    weight.dim() == 4,
-                ShapeError, "conv2d", "expected input [N, C, H, W] or [C, H, W] and weight [O, C / groups, kh, kw]",
-                "3-D or 4-D input, 4-D weight",
-                (input.defined() ? shape_str(input.sizes()) : std::string("undefined")) + " and " +
-                    (weight.defined() ? shape_str(weight.sizes()) : std::string("undefined")));
-  const int64_t cdim = input.dim() - 3;
-  const int64_t C = input.size(cdim), O = weight.size(0);
-  GRADLAB_CHECK(C % g == 0 && O % g == 0 && weight.size(1) == C / g, ShapeError, "conv2d",
-                "channels must split into groups: C and O divisible by groups, weight.size(1) = C / groups",
-                "C = " + std::to_string(C) + " with weight [O, " + (C % g == 0 ? std::to_string(C / g) : std::string("C / groups")) +
-                    ", kh, kw], O divisible by " + std::to_string(g),
-                "input " + shape_str(input.sizes()) + ", weight " + shape_str(weight.sizes()));
-  const int64_t cg = C / g, og = O / g;
-  TensorList outs;
-  for (int64_t i = 0; i < g; ++i) {
-    Tensor b = o.bias().defined() ? narrow(o.bias(), 0, i * og, og, site) : Tensor();
-    outs.push_back(gradlab::conv2d(narrow(input, cdim, i * cg, cg, site), narrow(weight, 0, i * og, og, site), b,
-                                   o.stride(), o.padding(), o.dilation(), site));
-  }
-  return cat(outs, cdim, site);
+  return gradlab::conv2d(input, weight, o.bias(), o.stride(), o.padding(), o.dilation(), o.groups(),
+                         site);
 }
 Tensor conv_transpose2d(const Tensor& input, const Tensor& weight,
                         const ConvTranspose2dFuncOptions& o, Site site) {

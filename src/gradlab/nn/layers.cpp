@@ -1,5 +1,5 @@
 // The layers of gradlab::nn: Sequential, Linear, Flatten, activations, Dropout, Dropout2d,
-// Dropout3d, BatchNorm1d/2d/3d, LayerNorm, Embedding, Conv2d, ConvTranspose2d, MaxPool2d, and
+// Dropout3d, BatchNorm1d/2d/3d, LayerNorm, Embedding, Conv1d, Conv2d, ConvTranspose2d, MaxPool2d, and
 // pooling.hpp's AvgPool2d ... GroupNorm. Forward passes forward to ops (ops.hpp, nn_ops.hpp).
 
 #include <cmath>
@@ -385,12 +385,25 @@ void EmbeddingImpl::pretty_print(std::ostream& os) const {
 
 // ---- Conv2d, MaxPool2d -----------------------------------------------------------------------
 
+namespace {
+// in_channels, out_channels and groups of a Conv1d / Conv2d (LibTorch's checks, as ValueErrors).
+void check_conv_channels(const char* name, int64_t in, int64_t out, int64_t groups) {
+  check_positive(name, "in_channels", in);
+  check_positive(name, "out_channels", out);
+  check_positive(name, "groups", groups);
+  GRADLAB_CHECK(in % groups == 0, ValueError, name, "in_channels must be divisible by groups",
+                "a multiple of " + std::to_string(groups), std::to_string(in));
+  GRADLAB_CHECK(out % groups == 0, ValueError, name, "out_channels must be divisible by groups",
+                "a multiple of " + std::to_string(groups), std::to_string(out));
+}
+}  // namespace
+
 Conv2dImpl::Conv2dImpl(const Conv2dOptions& o) : options(o) {
-  check_positive("Conv2d", "in_channels", o.in_channels());
-  check_positive("Conv2d", "out_channels", o.out_channels());
+  check_conv_channels("Conv2d", o.in_channels(), o.out_channels(), o.groups());
   check_positive("Conv2d", "kernel_size", std::min(o.kernel_size().h, o.kernel_size().w));
-  weight = register_parameter(
-      "weight", empty({o.out_channels(), o.in_channels(), o.kernel_size().h, o.kernel_size().w}));
+  // [out, in / groups, kh, kw]: the default init's fan_in is in / groups * kh * kw.
+  weight = register_parameter("weight", empty({o.out_channels(), o.in_channels() / o.groups(),
+                                               o.kernel_size().h, o.kernel_size().w}));
   if (o.bias()) bias = register_parameter("bias", empty({o.out_channels()}));
   reset_parameters();
 }
@@ -409,7 +422,8 @@ Tensor Conv2dImpl::forward(const Tensor& input) {
   GRADLAB_CHECK(c == C, ShapeError, "Conv2d", "the input's channel dim must equal in_channels",
                 "input with " + std::to_string(C) + " channels", shape_str(input.sizes()),
                 "images are [N, C, H, W] (channels first), not [N, H, W, C]");
-  return conv2d(input, weight, bias, options.stride(), options.padding(), options.dilation());
+  return conv2d(input, weight, bias, options.stride(), options.padding(), options.dilation(),
+                options.groups());
 }
 
 void Conv2dImpl::pretty_print(std::ostream& os) const {
@@ -417,6 +431,42 @@ void Conv2dImpl::pretty_print(std::ostream& os) const {
      << ", kernel_size=" << options.kernel_size().str() << ", stride=" << options.stride().str();
   if (options.padding() != IntPair(0)) os << ", padding=" << options.padding().str();
   if (options.dilation() != IntPair(1)) os << ", dilation=" << options.dilation().str();
+  if (options.groups() != 1) os << ", groups=" << options.groups();
+  os << ", bias=" << tf(options.bias()) << ")";
+}
+
+Conv1dImpl::Conv1dImpl(const Conv1dOptions& o) : options(o) {
+  check_conv_channels("Conv1d", o.in_channels(), o.out_channels(), o.groups());
+  check_positive("Conv1d", "kernel_size", o.kernel_size());
+  weight = register_parameter(
+      "weight", empty({o.out_channels(), o.in_channels() / o.groups(), o.kernel_size()}));
+  if (o.bias()) bias = register_parameter("bias", empty({o.out_channels()}));
+  reset_parameters();
+}
+
+void Conv1dImpl::reset_parameters() { default_init(weight, bias); }
+
+Tensor Conv1dImpl::forward(const Tensor& input) {
+  check_input("Conv1d", input);
+  const int64_t C = options.in_channels();
+  GRADLAB_CHECK(input.dim() == 2 || input.dim() == 3, ShapeError, "Conv1d",
+                "expected a 2-D or 3-D input",
+                "[N, " + std::to_string(C) + ", L] or [" + std::to_string(C) + ", L]",
+                shape_str(input.sizes()));
+  GRADLAB_CHECK(input.size(input.dim() - 2) == C, ShapeError, "Conv1d",
+                "the input's channel dim must equal in_channels",
+                "input with " + std::to_string(C) + " channels", shape_str(input.sizes()),
+                "sequences are [N, C, L] (channels first), not [N, L, C]: transpose(1, 2)");
+  return conv1d(input, weight, bias, options.stride(), options.padding(), options.dilation(),
+                options.groups());
+}
+
+void Conv1dImpl::pretty_print(std::ostream& os) const {
+  os << "Conv1d(" << options.in_channels() << ", " << options.out_channels() << ", kernel_size=["
+     << options.kernel_size() << "], stride=[" << options.stride() << "]";
+  if (options.padding() != 0) os << ", padding=[" << options.padding() << "]";
+  if (options.dilation() != 1) os << ", dilation=[" << options.dilation() << "]";
+  if (options.groups() != 1) os << ", groups=" << options.groups();
   os << ", bias=" << tf(options.bias()) << ")";
 }
 

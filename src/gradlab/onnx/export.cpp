@@ -167,6 +167,7 @@ std::string emit_module(Emitter& E, const nn::Module& m, const std::string& x, T
     std::string out;
     auto* n = E.node("Conv", in, out);
     window_attrs(n, o.kernel_size(), o.stride(), o.padding(), o.dilation());
+    if (o.groups() != 1) Emitter::attr(n, "group", o.groups());  // weight [O, C / group, kh, kw]
     v = y;
     return out;
   }

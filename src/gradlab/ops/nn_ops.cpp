@@ -182,22 +182,35 @@ bool use_fast_conv(const Tensor& x, const Tensor& w, const Tensor& b) {
 void set_conv_reference(bool on) { conv_reference_flag().store(on); }
 bool conv_reference() { return conv_reference_flag().load(); }
 
+// out[n, o, i, j] = b[o] + Σ_{c < Cg, a, b} x[n, g Cg + c, i s - p + a d, j s - p + b d] w[o, c, a, b]
+// with g = o / Og (Cg = C / groups, Og = O / groups): per group, W_g [Og, Cg*kh*kw] @ cols_g.
 Tensor conv2d(const Tensor& input_in, const Tensor& weight_in, const Tensor& bias_in, IntPair stride,
-              IntPair padding, IntPair dilation, Site site) {
+              IntPair padding, IntPair dilation, int64_t groups, Site site) {
   check_defined("conv2d", weight_in, "weight");
   // autocast: all three in the low type, so the bias add below does not promote back to float32
   const Tensor input = autocast_lower(input_in, site), weight = autocast_lower(weight_in, site),
                bias = autocast_lower(bias_in, site);
   Tensor x = batched_4d("conv2d", input, site);
   GRADLAB_CHECK(weight.dim() == 4, ShapeError, "conv2d", "weight must be 4-D",
-                "[out_channels, in_channels, kh, kw]", shape_str(weight.sizes()));
-  const int64_t O = weight.size(0), C = weight.size(1);
+                "[out_channels, in_channels / groups, kh, kw]", shape_str(weight.sizes()));
+  GRADLAB_CHECK(groups > 0, ValueError, "conv2d", "groups must be positive", "groups > 0",
+                std::to_string(groups));
+  const int64_t O = weight.size(0), Cg = weight.size(1), C = Cg * groups;
+  GRADLAB_CHECK(O % groups == 0, ShapeError, "conv2d",
+                "out_channels (dim 0 of the weight) must be divisible by groups",
+                "a multiple of " + std::to_string(groups),
+                "weight " + shape_str(weight.sizes()) + " with groups " + std::to_string(groups),
+                "each group has out_channels / groups filters");
   if (x.size(1) != C) {
     throw ShapeError(error_message(
-        "conv2d", "input channels do not match the weight of size " + shape_str(weight.sizes()),
-        "input with " + std::to_string(C) + " channels (dim 1 of [N, C, H, W])",
+        "conv2d",
+        "input channels do not match the weight of size " + shape_str(weight.sizes()) +
+            (groups > 1 ? " with groups " + std::to_string(groups) : std::string()),
+        "input with " + std::to_string(C) + " channels (dim 1 of [N, C, H, W]" +
+            (groups > 1 ? std::string(": weight.size(1) * groups)") : std::string(")")),
         shape_str(input.sizes()),
-        "check in_channels, and that images are [N, C, H, W], not [N, H, W, C]"));
+        groups > 1 ? "a grouped weight is [out_channels, in_channels / groups, kh, kw]"
+                   : "check in_channels, and that images are [N, C, H, W], not [N, H, W, C]"));
   }
   if (bias.defined())
     GRADLAB_CHECK(bias.dim() == 1 && bias.size(0) == O, ShapeError, "conv2d",
@@ -210,16 +223,63 @@ Tensor conv2d(const Tensor& input_in, const Tensor& weight_in, const Tensor& bia
   const int64_t N = x.size(0), oh = w.out_h(x.size(2)), ow = w.out_w(x.size(3));
   if (use_fast_conv(x, weight, bias)) {
     check_same_device("conv2d", x, weight);
-    const kern::Conv2dGeom g{N, C, x.size(2), x.size(3), O, oh, ow, 1, w};
+    const kern::Conv2dGeom g{N, C, x.size(2), x.size(3), O, oh, ow, groups, w};
     Tensor out = record<ConvForward>(site, x, weight, bias, g);
     return input.dim() == 4 ? out : out.squeeze(0, site);
   }
-  // The reference. out[n] = W [O, C*kh*kw] @ cols[n] [C*kh*kw, L]
-  Tensor cols = unfold_4d(x, w, site);
-  Tensor out = matmul(weight.reshape({O, C * kernel.h * kernel.w}, site), cols, site);
+  // The reference. out[n] = W [O, C*kh*kw] @ cols[n] [C*kh*kw, L]; with groups, cols' rows are
+  // channel-major, so group g's rows are one block: [g, Og, K] @ [N, g, K, L] -> [N, g, Og, L].
+  const int64_t K = Cg * kernel.h * kernel.w, L = oh * ow;
+  Tensor cols = unfold_4d(x, w, site), out;
+  if (groups == 1)
+    out = matmul(weight.reshape({O, K}, site), cols, site);
+  else
+    out = matmul(weight.reshape({groups, O / groups, K}, site),
+                 cols.reshape({N, groups, K, L}, site), site)
+              .reshape({N, O, L}, site);
   if (bias.defined()) out = add(out, bias.reshape({O, 1}, site), site);
   out = out.reshape({N, O, oh, ow}, site);
   return input.dim() == 4 ? out : out.squeeze(0, site);
+}
+
+// conv2d over [N, C, 1, L] with the kernel [O, C / groups, 1, k].
+Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, int64_t stride,
+              int64_t padding, int64_t dilation, int64_t groups, Site site) {
+  check_defined("conv1d", input);
+  check_defined("conv1d", weight, "weight");
+  GRADLAB_CHECK(input.dim() == 2 || input.dim() == 3, ShapeError, "conv1d",
+                "expected a 2-D (unbatched) or 3-D (batched) input", "[C, L] or [N, C, L]",
+                shape_str(input.sizes()), "sequences are [N, C, L] (channels before length)");
+  GRADLAB_CHECK(weight.dim() == 3, ShapeError, "conv1d", "weight must be 3-D",
+                "[out_channels, in_channels / groups, k]", shape_str(weight.sizes()));
+  // Checked here so that the messages name conv1d and the caller's shapes, not the 4-D ones.
+  GRADLAB_CHECK(groups > 0, ValueError, "conv1d", "groups must be positive", "groups > 0",
+                std::to_string(groups));
+  GRADLAB_CHECK(weight.size(0) % groups == 0, ShapeError, "conv1d",
+                "out_channels (dim 0 of the weight) must be divisible by groups",
+                "a multiple of " + std::to_string(groups),
+                "weight " + shape_str(weight.sizes()) + " with groups " + std::to_string(groups));
+  const int64_t cdim = input.dim() - 2, C = weight.size(1) * groups;
+  GRADLAB_CHECK(input.size(cdim) == C, ShapeError, "conv1d",
+                "input channels do not match the weight of size " + shape_str(weight.sizes()) +
+                    " with groups " + std::to_string(groups),
+                "input with " + std::to_string(C) + " channels (dim " + std::to_string(cdim) +
+                    " of " + (cdim == 1 ? "[N, C, L]" : "[C, L]") + ")",
+                shape_str(input.sizes()),
+                "the weight is [out_channels, in_channels / groups, k]; sequences are [N, C, L]");
+  check_window("conv1d", IntPair(1, weight.size(2)), IntPair(1, dilation), IntPair(0, padding),
+               IntPair(1, stride));
+  const int64_t room = input.size(-1) + 2 * padding - dilation * (weight.size(2) - 1) - 1;
+  GRADLAB_CHECK(room >= 0, ShapeError, "conv1d",
+                "the input is shorter than the (dilated) kernel after padding",
+                "length + 2 padding >= dilation (k - 1) + 1",
+                "input " + shape_str(input.sizes()) + " with kernel " +
+                    std::to_string(weight.size(2)) + ", padding " + std::to_string(padding) +
+                    ", dilation " + std::to_string(dilation),
+                "use a smaller kernel, more padding, or a longer input");
+  Tensor y = conv2d(input.unsqueeze(cdim + 1, site), weight.unsqueeze(2, site), bias,
+                    IntPair(1, stride), IntPair(0, padding), IntPair(1, dilation), groups, site);
+  return y.squeeze(cdim + 1, site);
 }
 
 namespace {

@@ -64,13 +64,24 @@ Tensor unfold(const Tensor& input, IntPair kernel_size, IntPair dilation = 1, In
 Tensor fold(const Tensor& input, IntPair output_size, IntPair kernel_size, IntPair dilation = 1,
             IntPair padding = 0, IntPair stride = 1, Site site = {});
 
-/// 2-D convolution (cross-correlation, as in PyTorch): input [N, C, H, W] (or [C, H, W]),
-/// weight [O, C, kh, kw], bias [O] -> [N, O, oh, ow]. On the CPU in float32 / float64 a fast path
-/// (oneDNN for float32 when the build found it, else im2col + one GEMM per image), bfloat16 on
-/// AVX-512 BF16 through oneDNN, other half inputs widened to float32 for the fast path; otherwise,
-/// or under set_conv_reference(true), the readable reference weight @ unfold(input).
+/// 2-D convolution (cross-correlation, as in PyTorch; torch::conv2d): input [N, C, H, W] (or
+/// [C, H, W]), weight [O, C / groups, kh, kw], bias [O] -> [N, O, oh, ow]. groups splits the
+/// channels into independent convolutions: output channel o sees input channels
+/// [g Cg, (g + 1) Cg) of its group g = o / (O / groups) only (groups == C: depthwise). On the CPU
+/// in float32 / float64 a fast path (oneDNN for float32 when the build found it, else im2col + one
+/// GEMM per image and group), bfloat16 on AVX-512 BF16 through oneDNN, other half inputs widened
+/// to float32 for the fast path; otherwise (CUDA included), or under set_conv_reference(true), the
+/// readable reference weight_g @ unfold(input)_g, one batched matmul over the groups.
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {},
-              IntPair stride = 1, IntPair padding = 0, IntPair dilation = 1, Site site = {});
+              IntPair stride = 1, IntPair padding = 0, IntPair dilation = 1, int64_t groups = 1,
+              Site site = {});
+/// 1-D convolution (torch::conv1d): input [N, C, L] (or [C, L]), weight [O, C / groups, k],
+/// bias [O] -> [N, O, ol], ol = (L + 2 padding - dilation (k - 1) - 1) / stride + 1. Composed as
+/// conv2d over [N, C, 1, L] with a 1 x k kernel (so its grad_fn is a squeeze's, not LibTorch's
+/// ConvolutionBackward0).
+Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias = {},
+              int64_t stride = 1, int64_t padding = 0, int64_t dilation = 1, int64_t groups = 1,
+              Site site = {});
 
 /// Transposed 2-D convolution (the adjoint of conv2d; torch::conv_transpose2d): input
 /// [N, C_in, H, W] (or [C_in, H, W]), weight [C_in, C_out / groups, kh, kw], bias [C_out] ->

@@ -8,8 +8,8 @@
 namespace gradlab::cpu::onednn {
 
 /// True when oneDNN was found at build time, GRADLAB_CONV_ONEDNN is not 0, the dtype is float32,
-/// the input has at least 4 channels per group, and the window count is the floor formula's
-/// (oneDNN derives it; output_padding >= stride in conv_transpose2d gives more windows).
+/// 4 or more input channels per group or depthwise (groups == C > 1), and the window count is the
+/// floor formula's (oneDNN derives it; output_padding >= stride in conv_transpose2d gives more windows).
 bool usable(const Conv2dGeom& g, ScalarType dtype);
 /// Whether oneDNN was found at build time.
 bool built();

@@ -1,4 +1,4 @@
-// Op-table rows of ops/nn_ops.cpp: linear, threshold_backward, unfold, fold, conv2d,
+// Op-table rows of ops/nn_ops.cpp: linear, threshold_backward, unfold, fold, conv2d, conv1d,
 // conv_transpose2d, max_pool2d, dropout, feature_dropout, batch_norm, layer_norm.
 
 #include "gradlab/testing/op_table/support.hpp"
@@ -140,36 +140,40 @@ void add_nn_rows(std::vector<OpSpec>& t) {
         return TensorList{
             fold(in[0], {hw[0], hw[1]}, w.kernel(), w.dilation(), w.padding(), w.stride())};
       }));
+  // conv2d: groups 1-3 with 1-2 channels and filters per group (Cg = 1 with groups > 1 is
+  // depthwise: groups == C).
   t.push_back(row(
       "conv2d", 3, "any",
-      "input [N, C, H, W] or [C, H, W]; weight [O, C, kh, kw]; bias [O] or none; stride, padding, "
-      "dilation",
+      "input [N, C, H, W] or [C, H, W]; weight [O, C/groups, kh, kw]; bias [O] or none; stride, "
+      "padding, dilation, groups 1-3 (depthwise when C == groups)",
       [any](Draw& d) {
         Win w = draw_win(d, false);
-        const int64_t C = d.integer(1, 3), O = d.integer(1, 3);
+        const int64_t g = d.integer(1, 3), C = g * d.integer(1, 2), O = g * d.integer(1, 2);
         Shape s = {d.integer(1, 2), C, fit(d, w.kh, w.dh, w.ph), fit(d, w.kw, w.dw, w.pw)};
         const int64_t form = d.integer(0, 3);  // bit 0: no bias, bit 1: unbatched
         if (form & 2) s.erase(s.begin());
         OpParams p;
-        w.into(p);
-        Tensor x = d.values(s, any), wt = d.values({O, C, w.kh, w.kw}, any);
+        w.into(p).set("groups", g);
+        Tensor x = d.values(s, any), wt = d.values({O, C / g, w.kh, w.kw}, any);
+        const std::string text = w.text() + ", groups " + std::to_string(g);
         if (form & 1)
-          return make({x, wt}, p,
-                      "conv2d(x " + sh(x) + ", weight " + sh(wt) + ", " + w.text() + ")");
+          return make({x, wt}, p, "conv2d(x " + sh(x) + ", weight " + sh(wt) + ", " + text + ")");
         Tensor b = d.values({O}, any);
         return make({x, wt, b}, p,
-                    "conv2d(x " + sh(x) + ", weight " + sh(wt) + ", bias, " + w.text() + ")");
+                    "conv2d(x " + sh(x) + ", weight " + sh(wt) + ", bias, " + text + ")");
       },
       [](const TensorList& in, const OpParams& p) {
         const Win w = Win::of(p);
         return TensorList{conv2d(in[0], in[1], in.size() > 2 ? in[2] : Tensor(), w.stride(),
-                                 w.padding(), w.dilation())};
+                                 w.padding(), w.dilation(), p.integer("groups"))};
       },
       [](const TensorList& in, const OpParams& p) {
-        // out[n, o, i, j] = b[o] + Σ_c,a,b x[n, c, i*s - p + a*d, j*s - p + b*d] * w[o, c, a, b]
+        // out[n, o, i, j] = b[o] + Σ_c,a,b x[n, g Cg + c, i*s - p + a*d, j*s - p + b*d] w[o, c, a, b]
+        // over c < Cg, with g = o / Og the filter's group
         const Win w = Win::of(p);
         Tensor x = batched(in[0]);
         const int64_t N = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3), O = in[1].size(0);
+        const int64_t G = p.integer("groups"), Cg = C / G, Og = O / G;
         const int64_t oh = w.oh(H), ow = w.ow(W);
         Vec xv = V(x), wv = V(in[1]),
             bv = in.size() > 2 ? V(in[2]) : Vec(static_cast<size_t>(O), 0.0), r;
@@ -178,18 +182,74 @@ void add_nn_rows(std::vector<OpSpec>& t) {
             for (int64_t i = 0; i < oh; ++i)
               for (int64_t j = 0; j < ow; ++j) {
                 double acc = bv[o];
-                for (int64_t c = 0; c < C; ++c)
+                for (int64_t c = 0; c < Cg; ++c)
                   for (int64_t a = 0; a < w.kh; ++a)
                     for (int64_t b = 0; b < w.kw; ++b) {
                       const int64_t y = i * w.sh - w.ph + a * w.dh, z = j * w.sw - w.pw + b * w.dw;
                       if (y < 0 || y >= H || z < 0 || z >= W) continue;
-                      acc += xv[((n * C + c) * H + y) * W + z] *
-                             wv[((o * C + c) * w.kh + a) * w.kw + b];
+                      acc += xv[((n * C + (o / Og) * Cg + c) * H + y) * W + z] *
+                             wv[((o * Cg + c) * w.kh + a) * w.kw + b];
                     }
                 r.push_back(acc);
               }
         Shape out = {N, O, oh, ow};
         if (in[0].dim() == 3) out.erase(out.begin());
+        return TensorList{T(r, out)};
+      }));
+  // conv1d: conv2d over [N, C, 1, L]; groups 1-2, the 1-D window drawn as the width of a Win.
+  t.push_back(row(
+      "conv1d", 3, "any",
+      "input [N, C, L] or [C, L]; weight [O, C/groups, k]; bias [O] or none; stride, padding, "
+      "dilation, groups 1-2",
+      [any](Draw& d) {
+        const Win w = draw_win(d, false);
+        const int64_t g = d.integer(1, 2), C = g * d.integer(1, 2), O = g * d.integer(1, 2);
+        Shape s = {d.integer(1, 2), C, fit(d, w.kw, w.dw, w.pw)};
+        const int64_t form = d.integer(0, 3);  // bit 0: no bias, bit 1: unbatched
+        if (form & 2) s.erase(s.begin());
+        OpParams p;
+        p.set("kernel", w.kw).set("stride", w.sw).set("padding", w.pw).set("dilation", w.dw)
+            .set("groups", g);
+        Tensor x = d.values(s, any), wt = d.values({O, C / g, w.kw}, any);
+        const std::string text = "stride " + std::to_string(w.sw) + ", padding " +
+                                 std::to_string(w.pw) + ", dilation " + std::to_string(w.dw) +
+                                 ", groups " + std::to_string(g);
+        if (form & 1)
+          return make({x, wt}, p, "conv1d(x " + sh(x) + ", weight " + sh(wt) + ", " + text + ")");
+        Tensor b = d.values({O}, any);
+        return make({x, wt, b}, p,
+                    "conv1d(x " + sh(x) + ", weight " + sh(wt) + ", bias, " + text + ")");
+      },
+      [](const TensorList& in, const OpParams& p) {
+        return TensorList{conv1d(in[0], in[1], in.size() > 2 ? in[2] : Tensor(),
+                                 p.integer("stride"), p.integer("padding"), p.integer("dilation"),
+                                 p.integer("groups"))};
+      },
+      [](const TensorList& in, const OpParams& p) {
+        // out[n, o, i] = b[o] + Σ_{c < Cg, a} x[n, g Cg + c, i*s - p + a*d] w[o, c, a], g = o / Og
+        const int64_t s = p.integer("stride"), pd = p.integer("padding"),
+                      dl = p.integer("dilation"), G = p.integer("groups");
+        const bool unbatched = in[0].dim() == 2;
+        const Tensor& x = in[0];
+        const int64_t N = unbatched ? 1 : x.size(0), C = x.size(-2), L = x.size(-1),
+                      O = in[1].size(0), k = in[1].size(2), Cg = C / G, Og = O / G;
+        const int64_t ol = (L + 2 * pd - dl * (k - 1) - 1) / s + 1;
+        Vec xv = V(x), wv = V(in[1]),
+            bv = in.size() > 2 ? V(in[2]) : Vec(static_cast<size_t>(O), 0.0), r;
+        for (int64_t n = 0; n < N; ++n)
+          for (int64_t o = 0; o < O; ++o)
+            for (int64_t i = 0; i < ol; ++i) {
+              double acc = bv[o];
+              for (int64_t c = 0; c < Cg; ++c)
+                for (int64_t a = 0; a < k; ++a) {
+                  const int64_t z = i * s - pd + a * dl;
+                  if (z < 0 || z >= L) continue;
+                  acc += xv[(n * C + (o / Og) * Cg + c) * L + z] * wv[(o * Cg + c) * k + a];
+                }
+              r.push_back(acc);
+            }
+        Shape out = {N, O, ol};
+        if (unbatched) out.erase(out.begin());
         return TensorList{T(r, out)};
       }));
   // conv_transpose2d: weight [C, O/g, kh, kw]; output_padding below stride or dilation (both
