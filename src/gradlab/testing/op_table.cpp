@@ -355,6 +355,7 @@ const std::vector<OpSpec>& op_table() {
     table::add_resample_rows(t);
     table::add_rnn_rows(t);
     table::add_activation_rows(t);
+    table::add_pool_pad_rows(t);
     return t;
   }();
   return rows;
@@ -432,6 +433,10 @@ const std::map<std::string, std::string>& op_table_exemptions() {
       {"pad",
        "nn::functional::pad (constant mode) is narrow + cat with constant blocks: those rows, and a float64 "
        "gradcheck in checks/nn/activation_parity_test.cpp"},
+      {"max_pool1d_with_indices", "max_pool1d plus its indices: the max_pool1d row"},
+      {"instance_norm",
+       "nn::functional::instance_norm = group_norm with one channel per group, composed in nn/: the "
+       "group_norm row, and a float64 gradcheck in checks/nn/pool_pad_parity_test.cpp"},
       {"cuda",
        "to(Device(kCUDA)): every row runs through it in the CUDA parity checks (checks/cuda)"},
       {"cpu",
