@@ -545,6 +545,30 @@ inline std::vector<Snippet> snippets() {
                             nn::AvgPool1d(nn::AvgPool1dOptions(4).stride(2))(in[0]).flatten(),
                             nn::AdaptiveAvgPool1d(nn::AdaptiveAvgPool1dOptions(3))(in[0]).flatten()});
        }},
+      {"adaptive_max_pool2d_top", {wave({1, 2, 5, 7}, 3.1)},
+       [](V in) {
+         auto [y, i] = torch::adaptive_max_pool2d(in[0], {3, 2});
+         return torch::cat({y.flatten(), i.flatten().to(torch::kFloat64)});
+       }},
+      {"adaptive_max_pool1d_top", {wave({2, 7}, 3.2)},
+       [](V in) {
+         auto [y, i] = torch::adaptive_max_pool1d(in[0], {3});
+         return torch::cat({y.flatten(), i.flatten().to(torch::kFloat64)});
+       }},
+      {"F_adaptive_max_pool_options", {wave({2, 3, 4}, 3.3)},
+       [](V in) {
+         auto [y, i] = F::adaptive_max_pool2d_with_indices(in[0], F::AdaptiveMaxPool2dFuncOptions({2, 3}));
+         return torch::cat({F::adaptive_max_pool2d(in[0], F::AdaptiveMaxPool2dFuncOptions({1, 1})).flatten(),
+                            i.flatten().to(torch::kFloat64), y.flatten(),
+                            F::adaptive_max_pool1d(in[0], F::AdaptiveMaxPool1dFuncOptions(2)).flatten()});
+       }},
+      {"nn_adaptive_max_pool_modules", {wave({1, 2, 6, 5}, 3.4)},
+       [](V in) {
+         namespace nn = torch::nn;
+         auto [y, i] = nn::AdaptiveMaxPool2d(nn::AdaptiveMaxPool2dOptions({4, 3}))->forward_with_indices(in[0]);
+         auto [z, j] = nn::AdaptiveMaxPool1d(nn::AdaptiveMaxPool1dOptions(4))->forward_with_indices(in[0].reshape({2, 30}));
+         return torch::cat({y.flatten(), i.flatten().to(torch::kFloat64), z.flatten(), j.flatten().to(torch::kFloat64)});
+       }},
       {"pixel_shuffle_top", {wave({1, 8, 2, 3}, 1.0)}, [](V in) { return torch::pixel_shuffle(in[0], 2); }, kNameDiffers},
       {"pixel_unshuffle_top", {wave({2, 1, 4, 6}, 1.1)}, [](V in) { return torch::pixel_unshuffle(in[0], 2); }, kNameDiffers},
       {"F_pixel_shuffle_modules", {wave({9, 2, 2}, 1.2)},
@@ -585,6 +609,14 @@ inline std::vector<Snippet> snippets() {
        [](V in) {
          return F::instance_norm(in[0], F::InstanceNormFuncOptions().weight(in[1]).bias(in[2]).eps(1e-3));
        }, kNameDiffers},
+      {"instance_norm_top", {wave({2, 2, 3, 2}, 3.5), {{0.5, -1.5}, {2}}, {{0.25, 0.1}, {2}}},
+       [](V in) { return torch::instance_norm(in[0], in[1], in[2], {}, {}, true, 0.1, 1e-4, false); }, kNameDiffers},
+      {"instance_norm_running_stats", {wave({2, 2, 3}, 3.6)},
+       [](V in) {
+         Tensor rm = torch::zeros({2}, f64()), rv = torch::ones({2}, f64());
+         return torch::instance_norm(in[0], {}, {}, rm, rv, true, 0.1, 1e-5, false);
+       },
+       kThrowsInGradlab},
       {"nn_instance_norm_modules", {wave({2, 3, 4}, 2.5), wave({3, 2, 2}, 2.6)},
        [](V in) {
          namespace nn = torch::nn;

@@ -1,6 +1,6 @@
 // LibTorch parity, pooling / padding / shuffling / instance norm batch (docs/libtorch_parity.md):
 // max_pool2d_with_indices (F:: and MaxPool2d::forward_with_indices), the 1-D pools and their
-// modules, pixel_shuffle / pixel_unshuffle, F::pad's reflect / replicate / circular modes and the
+// modules, adaptive max pooling, pixel_shuffle / pixel_unshuffle, F::pad's reflect / replicate / circular modes and the
 // pad modules, instance norm, hardshrink / softshrink. Values against LibTorch: the compatibility
 // corpus (checks/compat); the torch:: ops' gradients: the op table (testing/op_table/pool_pad.cpp,
 // activation.cpp). These check the F::-only composites' float64 gradients, modules and errors.
@@ -83,6 +83,32 @@ TEST(PoolPadParity, AvgPool1dValuesAndModule) {
   EXPECT_THAT(vals(nn::AvgPool1d(nn::AvgPool1dOptions(3).stride(2).padding(1).count_include_pad(false))(x)),
               ElementsAre(1.5, 3.0, 5.0));
   EXPECT_THAT(vals(F::avg_pool1d(x, F::AvgPool1dFuncOptions(4).stride(4).ceil_mode(true))), ElementsAre(2.5, 5.5));
+}
+
+// ---- adaptive max pooling -----------------------------------------------------------------------
+
+TEST(PoolPadParity, AdaptiveMaxPoolValuesIndicesAndGradient) {
+  // 3 -> 2 windows: rows / cols [0, 2) and [1, 3); the 9 at (1, 2) is the max of two windows
+  Tensor x = d64({1, 5, 2, 3, 4, 9, 7, 6, 0}, {1, 1, 3, 3}, true);
+  auto [y, idx] = adaptive_max_pool2d(x, {2, 2});
+  EXPECT_THAT(vals(y), ElementsAre(5, 9, 7, 9));
+  EXPECT_THAT(ivals(idx), ElementsAre(1, 5, 6, 5));
+  y.sum().backward();
+  EXPECT_THAT(vals(x.grad()), ElementsAre(0, 1, 0, 0, 0, 2, 1, 0, 0));
+  auto [ym, im] = nn::AdaptiveMaxPool2d(nn::AdaptiveMaxPool2dOptions({2, 2}))->forward_with_indices(x.detach());
+  EXPECT_TRUE(allclose(ym, y));
+  EXPECT_THAT(ivals(im), ElementsAre(1, 5, 6, 5));
+  EXPECT_THAT(vals(F::adaptive_max_pool2d(x.detach(), F::AdaptiveMaxPool2dFuncOptions(1))), ElementsAre(9));
+  // 5 -> 3 windows [0, 2), [1, 4), [3, 5); unbatched [C, L]
+  Tensor s = d64({3, 1, 4, 0, 5}, {1, 5});
+  auto [v1, i1] = nn::AdaptiveMaxPool1d(nn::AdaptiveMaxPool1dOptions(3))->forward_with_indices(s);
+  EXPECT_THAT(vals(v1), ElementsAre(3, 4, 5));
+  EXPECT_THAT(ivals(i1), ElementsAre(0, 2, 4));
+  EXPECT_EQ(v1.sizes(), Shape({1, 3}));
+  EXPECT_THAT(error_of<ShapeError>([] { adaptive_max_pool2d(zeros({1, 1, 1, 3, 3}), 2); }),
+              HasSubstr("adaptive_max_pool2d: expects a batched or an unbatched input; expected 3-D or 4-D, got 5-D"));
+  EXPECT_THAT(error_of<ValueError>([] { adaptive_max_pool1d(zeros({1, 3}), 0); }),
+              HasSubstr("output_size must be positive"));
 }
 
 // ---- pixel shuffle ------------------------------------------------------------------------------
@@ -184,6 +210,12 @@ TEST(PoolPadParity, InstanceNormModulesDefaultsAndRefusals) {
                 F::instance_norm(zeros({1, 2, 3}), F::InstanceNormFuncOptions().running_mean(zeros({2})));
               }),
               HasSubstr("instance_norm: running statistics are not supported"));
+  EXPECT_THAT(error_of<ValueError>([] {
+                instance_norm(zeros({1, 2, 3}), {}, {}, {}, {}, false, 0.1, 1e-5, false);
+              }),
+              HasSubstr("got use_input_stats false"));
+  EXPECT_TRUE(allclose(instance_norm(rnd64({2, 3, 4}, 13), {}, {}, {}, {}, true, 0.1, 1e-5, false),
+                       F::instance_norm(rnd64({2, 3, 4}, 13))));
   EXPECT_THAT(error_of<ShapeError>([] { nn::InstanceNorm2d(3)(zeros({3, 4})); }),
               HasSubstr("expected 3-D or 4-D input, got 2-D input"));
   EXPECT_THAT(error_of<ShapeError>([] { nn::InstanceNorm1d(3)(zeros({1, 2, 4})); }), HasSubstr("num_features"));

@@ -387,6 +387,17 @@ std::tuple<Tensor, Tensor> max_pool1d_with_indices(const Tensor& input, const Ma
 /// F::avg_pool1d(x, F::AvgPool1dFuncOptions(3).stride(2).padding(1)) (divisor_override ignored, as
 /// in LibTorch).
 Tensor avg_pool1d(const Tensor& input, const AvgPool1dFuncOptions& options, Site site = {});
+/// F::adaptive_max_pool2d(x, F::AdaptiveMaxPool2dFuncOptions({1, 1})): the values;
+/// F::adaptive_max_pool2d_with_indices: (values, int64 index within each H*W plane).
+Tensor adaptive_max_pool2d(const Tensor& input, const AdaptiveMaxPool2dFuncOptions& options, Site site = {});
+std::tuple<Tensor, Tensor> adaptive_max_pool2d_with_indices(const Tensor& input,
+                                                            const AdaptiveMaxPool2dFuncOptions& options,
+                                                            Site site = {});
+/// The same along L of [N, C, L] (or [C, L]).
+Tensor adaptive_max_pool1d(const Tensor& input, const AdaptiveMaxPool1dFuncOptions& options, Site site = {});
+std::tuple<Tensor, Tensor> adaptive_max_pool1d_with_indices(const Tensor& input,
+                                                            const AdaptiveMaxPool1dFuncOptions& options,
+                                                            Site site = {});
 using gradlab::max_pool1d;
 using gradlab::max_pool1d_with_indices;
 using gradlab::avg_pool1d;

@@ -268,24 +268,30 @@ Tensor avg_pool1d(const Tensor& input, const AvgPool1dFuncOptions& o, Site site)
   return gradlab::avg_pool1d(input, o.kernel_size(), o.stride(), o.padding(), o.ceil_mode(),
                              o.count_include_pad(), site);
 }
+Tensor adaptive_max_pool2d(const Tensor& input, const AdaptiveMaxPool2dFuncOptions& o, Site site) {
+  return std::get<0>(gradlab::adaptive_max_pool2d(input, o.output_size(), site));
+}
+std::tuple<Tensor, Tensor> adaptive_max_pool2d_with_indices(const Tensor& input, const AdaptiveMaxPool2dFuncOptions& o,
+                                                            Site site) {
+  return gradlab::adaptive_max_pool2d(input, o.output_size(), site);
+}
+Tensor adaptive_max_pool1d(const Tensor& input, const AdaptiveMaxPool1dFuncOptions& o, Site site) {
+  return std::get<0>(gradlab::adaptive_max_pool1d(input, o.output_size(), site));
+}
+std::tuple<Tensor, Tensor> adaptive_max_pool1d_with_indices(const Tensor& input, const AdaptiveMaxPool1dFuncOptions& o,
+                                                            Site site) {
+  return gradlab::adaptive_max_pool1d(input, o.output_size(), site);
+}
 Tensor pixel_shuffle(const Tensor& input, const PixelShuffleFuncOptions& o, Site site) {
   return gradlab::pixel_shuffle(input, o.upscale_factor(), site);
 }
 Tensor pixel_unshuffle(const Tensor& input, const PixelUnshuffleFuncOptions& o, Site site) {
   return gradlab::pixel_unshuffle(input, o.downscale_factor(), site);
 }
-// instance norm of x [N, C, *] = group norm with one channel per group
+// running stats refused by the op
 Tensor instance_norm(const Tensor& input, const InstanceNormFuncOptions& o, Site site) {
-  GRADLAB_CHECK(!o.running_mean().defined() && !o.running_var().defined() && o.use_input_stats(), ValueError,
-                "instance_norm", "running statistics are not supported by gradlab's instance norm",
-                "no running_mean / running_var, use_input_stats(true)",
-                std::string(o.running_mean().defined() || o.running_var().defined() ? "running stats given" : "") +
-                    (o.use_input_stats() ? "" : " use_input_stats(false)"),
-                "normalize with each instance's own statistics (the default), or use batch_norm");
-  GRADLAB_CHECK(input.defined(), ValueError, "instance_norm", "input is undefined", "a tensor", "Tensor()");
-  GRADLAB_CHECK(input.dim() >= 3, ShapeError, "instance_norm", "expects a batch with spatial dims",
-                "[N, C, *] with at least 3 dims", shape_str(input.sizes()));
-  return gradlab::group_norm(input, input.size(1), o.weight(), o.bias(), o.eps(), site);
+  return gradlab::instance_norm(input, o.weight(), o.bias(), o.running_mean(), o.running_var(), o.use_input_stats(),
+                                o.momentum(), o.eps(), false, site);
 }
 Tensor hardshrink(const Tensor& input, const HardshrinkFuncOptions& o, Site site) {
   return gradlab::hardshrink(input, o.lambda(), site);

@@ -1,4 +1,4 @@
-// nn::MaxPool1d, AvgPool1d, PixelShuffle / PixelUnshuffle, ReflectionPad1d / 2d,
+// nn::MaxPool1d, AvgPool1d, AdaptiveMaxPool1d / 2d, PixelShuffle / PixelUnshuffle, ReflectionPad1d / 2d,
 // ReplicationPad1d / 2d, ConstantPad1d / 2d, InstanceNorm1d / 2d (nn/pooling.hpp), and
 // MaxPool2d::forward_with_indices (nn/conv.hpp). Each forward is one call of its F:: form.
 
@@ -53,6 +53,29 @@ Tensor AvgPool1dImpl::forward(const Tensor& input) {
 void AvgPool1dImpl::pretty_print(std::ostream& os) const {
   os << "AvgPool1d(kernel_size=" << options.kernel_size() << ", stride=" << options.stride()
      << ", padding=" << options.padding() << ")";
+}
+
+Tensor AdaptiveMaxPool2dImpl::forward(const Tensor& input) {
+  check_defined("AdaptiveMaxPool2d", input);
+  return F::adaptive_max_pool2d(input, options);
+}
+std::tuple<Tensor, Tensor> AdaptiveMaxPool2dImpl::forward_with_indices(const Tensor& input) {
+  check_defined("AdaptiveMaxPool2d", input);
+  return F::adaptive_max_pool2d_with_indices(input, options);
+}
+void AdaptiveMaxPool2dImpl::pretty_print(std::ostream& os) const {
+  os << "AdaptiveMaxPool2d(output_size=" << options.output_size().str() << ")";
+}
+Tensor AdaptiveMaxPool1dImpl::forward(const Tensor& input) {
+  check_defined("AdaptiveMaxPool1d", input);
+  return F::adaptive_max_pool1d(input, options);
+}
+std::tuple<Tensor, Tensor> AdaptiveMaxPool1dImpl::forward_with_indices(const Tensor& input) {
+  check_defined("AdaptiveMaxPool1d", input);
+  return F::adaptive_max_pool1d_with_indices(input, options);
+}
+void AdaptiveMaxPool1dImpl::pretty_print(std::ostream& os) const {
+  os << "AdaptiveMaxPool1d(output_size=" << options.output_size() << ")";
 }
 
 // ---- pixel shuffle -----------------------------------------------------------------------------

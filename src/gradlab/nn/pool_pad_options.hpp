@@ -1,5 +1,5 @@
 #pragma once
-// Options of the 1-D pools, pixel shuffle, the reflection / replication / constant pad modules and
+// Options of the 1-D pools, adaptive max pooling, pixel shuffle, the reflection / replication / constant pad modules and
 // instance norm (LibTorch's torch/nn/options/{pooling,pixelshuffle,padding,instancenorm}.h). As in
 // LibTorch, each F::XxxFuncOptions is the module's XxxOptions, except InstanceNormFuncOptions.
 
@@ -11,6 +11,7 @@
 
 #include "gradlab/core/tensor.hpp"
 #include "gradlab/nn/arg.hpp"
+#include "gradlab/ops/nn_ops.hpp"
 
 namespace gradlab::nn {
 
@@ -38,6 +39,17 @@ struct AvgPool1dOptions {
   GRADLAB_ARG(bool, count_include_pad) = true;
   /// Ignored, as LibTorch's F::avg_pool1d ignores it (torch::avg_pool1d has no divisor).
   GRADLAB_ARG(std::optional<int64_t>, divisor_override) = std::nullopt;
+};
+
+/// Options of nn::AdaptiveMaxPool2d and F::adaptive_max_pool2d: the output's (oh, ow).
+struct AdaptiveMaxPool2dOptions {
+  AdaptiveMaxPool2dOptions(IntPair output_size) : output_size_(output_size) {}  // NOLINT
+  GRADLAB_ARG(IntPair, output_size);
+};
+/// Options of nn::AdaptiveMaxPool1d and F::adaptive_max_pool1d: the output's length.
+struct AdaptiveMaxPool1dOptions {
+  AdaptiveMaxPool1dOptions(int64_t output_size) : output_size_(output_size) {}  // NOLINT
+  GRADLAB_ARG(int64_t, output_size);
 };
 
 /// Options of nn::PixelShuffle and F::pixel_shuffle.
@@ -102,6 +114,8 @@ using InstanceNorm2dOptions = InstanceNormOptions;
 namespace functional {
 using MaxPool1dFuncOptions = MaxPool1dOptions;
 using AvgPool1dFuncOptions = AvgPool1dOptions;
+using AdaptiveMaxPool2dFuncOptions = AdaptiveMaxPool2dOptions;
+using AdaptiveMaxPool1dFuncOptions = AdaptiveMaxPool1dOptions;
 using PixelShuffleFuncOptions = PixelShuffleOptions;
 using PixelUnshuffleFuncOptions = PixelUnshuffleOptions;
 /// F::instance_norm(x, F::InstanceNormFuncOptions().weight(w).bias(b).eps(1e-5)). Running stats

@@ -91,6 +91,29 @@ class AvgPool1dImpl : public Module {
 };
 GRADLAB_MODULE(AvgPool1d);
 
+/// Max over the adaptive windows that give an output of options.output_size: adaptive_max_pool2d.
+class AdaptiveMaxPool2dImpl : public Module {
+ public:
+  explicit AdaptiveMaxPool2dImpl(const AdaptiveMaxPool2dOptions& options) : options(options) {}
+  Tensor forward(const Tensor& input);
+  /// The output and the int64 index of each max within its H*W plane.
+  std::tuple<Tensor, Tensor> forward_with_indices(const Tensor& input);
+  void pretty_print(std::ostream& os) const override;
+  AdaptiveMaxPool2dOptions options;
+};
+GRADLAB_MODULE(AdaptiveMaxPool2d);
+
+/// The same along L of [N, C, L] (or [C, L]): adaptive_max_pool1d.
+class AdaptiveMaxPool1dImpl : public Module {
+ public:
+  explicit AdaptiveMaxPool1dImpl(const AdaptiveMaxPool1dOptions& options) : options(options) {}
+  Tensor forward(const Tensor& input);
+  std::tuple<Tensor, Tensor> forward_with_indices(const Tensor& input);
+  void pretty_print(std::ostream& os) const override;
+  AdaptiveMaxPool1dOptions options;
+};
+GRADLAB_MODULE(AdaptiveMaxPool1d);
+
 /// [*, C r², H, W] -> [*, C, H r, W r]: pixel_shuffle.
 class PixelShuffleImpl : public Module {
  public:

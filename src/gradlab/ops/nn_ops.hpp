@@ -206,7 +206,9 @@ Tensor cross_entropy_loss_fused(const Tensor& input, const Tensor& target, int64
                                 Site site = {});
 
 // ---- 1-D pooling, pixel shuffle, reflection / replication padding (ops/pool_pad.cpp) ---------
-// Composites: the 1-D pools are the 2-D ones on [N, C, 1, L]; pixel_shuffle is reshape + permute;
+// Composites: the 1-D pools are the 2-D ones on [N, C, 1, L]; adaptive max pooling is max(dim)
+// over window taps, one dim at a time; instance_norm is group_norm with C groups; pixel_shuffle is
+// reshape + permute;
 // the pads are index_select with int64 source indices (its backward accumulates repeated taps).
 
 /// Max over each window along L (torch::max_pool1d): [N, C, L] (or [C, L]) -> [N, C, oL],
@@ -224,6 +226,21 @@ std::tuple<Tensor, Tensor> max_pool1d_with_indices(const Tensor& input, int64_t 
 Tensor avg_pool1d(const Tensor& input, int64_t kernel_size, std::optional<int64_t> stride = std::nullopt,
                   int64_t padding = 0, bool ceil_mode = false, bool count_include_pad = true,
                   Site site = {});
+
+/// Max over adaptive windows (torch::adaptive_max_pool2d): output row i of oh takes input rows
+/// [floor(i H / oh), ceil((i + 1) H / oh)), and likewise along W: [N, C, H, W] (or [C, H, W]) ->
+/// (values [N, C, oh, ow], int64 index of each max within its H*W plane).
+std::tuple<Tensor, Tensor> adaptive_max_pool2d(const Tensor& input, IntPair output_size, Site site = {});
+/// The same along L of [N, C, L] (or [C, L]) (torch::adaptive_max_pool1d): (values, index along L).
+std::tuple<Tensor, Tensor> adaptive_max_pool1d(const Tensor& input, int64_t output_size, Site site = {});
+
+/// Instance normalization (torch::instance_norm): each (sample, channel) of x [N, C, *] normalized
+/// over * with its mean and biased variance, then weight[c] x̂ + bias[c] when given (group_norm
+/// with C groups). Running statistics are refused (ValueError): running_mean / running_var must be
+/// undefined and use_input_stats true; momentum and cudnn_enabled are then unused.
+Tensor instance_norm(const Tensor& input, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                     const Tensor& running_var, bool use_input_stats, double momentum, double eps,
+                     bool cudnn_enabled, Site site = {});
 
 /// [*, C r², H, W] -> [*, C, H r, W r] (torch::pixel_shuffle): y[c, h r + i, w r + j] =
 /// x[c r² + i r + j, h, w].

@@ -1,5 +1,5 @@
-// 1-D pooling, pixel shuffle and reflection / replication padding, composed from existing ops (no
-// node of their own; the backward comes from the pieces):
+// 1-D pooling, adaptive max pooling, instance norm, pixel shuffle and reflection / replication
+// padding, composed from existing ops (no node of their own; the backward comes from the pieces):
 //   max_pool1d / avg_pool1d:  the 2-D op on x.unsqueeze(-2) = [N, C, 1, L], kernel [1, k]
 //   pixel_shuffle:            [*, C r r, H, W] -> [*, C, r, r, H, W] -> permute -> [*, C, H r, W r]
 //   reflection / replication pads: y = index_select(x, dim, src) per padded dim, with
@@ -69,6 +69,94 @@ Tensor avg_pool1d(const Tensor& input, int64_t kernel_size, std::optional<int64_
   return avg_pool2d(x, IntPair(1, kernel_size), IntPair(1, stride.value_or(kernel_size)),
                     IntPair(0, padding), ceil_mode, count_include_pad, std::nullopt, site)
       .squeeze(-2, site);
+}
+
+// ---- adaptive max pooling ----------------------------------------------------------------------
+// Separable: the max over a window of rows x cols is the max over rows of each row's max over cols,
+// and the first row holding it, then its first col, is the row-major first maximum (LibTorch's).
+// Along one dim of size n into o windows [floor(i n / o), ceil((i + 1) n / o)): the taps
+// start_i + min(j, len_i - 1), j < kmax, as [.., o, kmax] (a short window repeats its last tap,
+// which changes neither the max nor, through index_select's summing backward, the gradient),
+// then max over the taps.
+
+namespace {
+
+// (values, argmax as an index along `dim`) of x's adaptive windows along `dim`
+std::pair<Tensor, Tensor> adaptive_max_along(const Tensor& x, int64_t dim, int64_t o, const Site& site) {
+  const int64_t n = x.size(dim);
+  std::vector<int64_t> start(static_cast<size_t>(o)), len(static_cast<size_t>(o));
+  int64_t kmax = 1;
+  for (int64_t i = 0; i < o; ++i) {
+    start[static_cast<size_t>(i)] = (i * n) / o;
+    len[static_cast<size_t>(i)] = ((i + 1) * n + o - 1) / o - start[static_cast<size_t>(i)];
+    kmax = std::max(kmax, len[static_cast<size_t>(i)]);
+  }
+  std::vector<int64_t> taps;
+  for (int64_t i = 0; i < o; ++i)
+    for (int64_t j = 0; j < kmax; ++j)
+      taps.push_back(start[static_cast<size_t>(i)] + std::min(j, len[static_cast<size_t>(i)] - 1));
+  const TensorOptions on = TensorOptions().dtype(kInt64).device(x.device());
+  Tensor t = index_select(x, dim, from_vector(taps, {o * kmax}, on), site);
+  Shape s = t.sizes();
+  s[static_cast<size_t>(dim)] = o;
+  s.insert(s.begin() + dim + 1, kmax);
+  auto [v, a] = max(t.reshape(s, site), dim + 1, false, site);
+  // the window's offset -> the index along dim (a tie with a repeated tap keeps the first)
+  Tensor ac = a.to(Device(kCPU)).contiguous();
+  std::vector<int64_t> src = ac.to_vector<int64_t>();
+  const Shape as = ac.sizes();
+  int64_t inner = 1;
+  for (int64_t d = dim + 1; d < static_cast<int64_t>(as.size()); ++d) inner *= as[static_cast<size_t>(d)];
+  for (size_t k = 0; k < src.size(); ++k) {
+    const auto i = static_cast<size_t>((static_cast<int64_t>(k) / inner) % o);
+    src[k] = start[i] + std::min(src[k], len[i] - 1);
+  }
+  return {v, from_vector(src, as, on)};
+}
+
+void check_adaptive(const char* op, const Tensor& x, int64_t spatial, const std::vector<int64_t>& out) {
+  GRADLAB_CHECK(x.defined(), ValueError, op, "input is undefined", "a tensor", "Tensor()");
+  GRADLAB_CHECK(x.dim() == spatial + 1 || x.dim() == spatial + 2, ShapeError, op, "expects a batched or an unbatched input",
+                std::to_string(spatial + 1) + "-D or " + std::to_string(spatial + 2) + "-D", dims_str(x));
+  for (int64_t d = 1; d < x.dim(); ++d)
+    GRADLAB_CHECK(x.size(d) > 0, ShapeError, op, "expects non-empty non-batch dims", "sizes > 0 after dim 0",
+                  shape_str(x.sizes()));
+  for (int64_t v : out)
+    GRADLAB_CHECK(v > 0, ValueError, op, "output_size must be positive", "output_size > 0", std::to_string(v));
+}
+
+}  // namespace
+
+std::tuple<Tensor, Tensor> adaptive_max_pool2d(const Tensor& input, IntPair output_size, Site site) {
+  check_adaptive("adaptive_max_pool2d", input, 2, {output_size.h, output_size.w});
+  const int64_t W = input.size(-1), dh = input.dim() - 2, dw = input.dim() - 1;
+  auto [v1, col] = adaptive_max_along(input, dw, output_size.w, site);  // [.., H, ow]
+  auto [v, row] = adaptive_max_along(v1, dh, output_size.h, site);      // [.., oh, ow]
+  Tensor c = gather(col, dh, row);                                      // the max's col in that row
+  return {v, add(mul(row, W), c)};
+}
+
+std::tuple<Tensor, Tensor> adaptive_max_pool1d(const Tensor& input, int64_t output_size, Site site) {
+  check_adaptive("adaptive_max_pool1d", input, 1, {output_size});
+  auto [v, idx] = adaptive_max_along(input, input.dim() - 1, output_size, site);
+  return {v, idx};
+}
+
+// ---- instance norm: group norm with one channel per group ----------------------------------------
+
+Tensor instance_norm(const Tensor& input, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                     const Tensor& running_var, bool use_input_stats, double /*momentum*/, double eps,
+                     bool /*cudnn_enabled*/, Site site) {
+  GRADLAB_CHECK(!running_mean.defined() && !running_var.defined() && use_input_stats, ValueError,
+                "instance_norm", "running statistics are not supported by gradlab's instance norm",
+                "no running_mean / running_var, use_input_stats true",
+                running_mean.defined() || running_var.defined() ? "running_mean / running_var given"
+                                                                : "use_input_stats false",
+                "normalize with each instance's own statistics (the default), or use batch_norm");
+  GRADLAB_CHECK(input.defined(), ValueError, "instance_norm", "input is undefined", "a tensor", "Tensor()");
+  GRADLAB_CHECK(input.dim() >= 3, ShapeError, "instance_norm", "expects a batch with spatial dims",
+                "[N, C, *] with at least 3 dims", shape_str(input.sizes()));
+  return group_norm(input, input.size(1), weight, bias, eps, site);
 }
 
 // ---- pixel_shuffle / pixel_unshuffle ----------------------------------------------------------

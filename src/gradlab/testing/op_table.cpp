@@ -434,9 +434,10 @@ const std::map<std::string, std::string>& op_table_exemptions() {
        "nn::functional::pad (constant mode) is narrow + cat with constant blocks: those rows, and a float64 "
        "gradcheck in checks/nn/activation_parity_test.cpp"},
       {"max_pool1d_with_indices", "max_pool1d plus its indices: the max_pool1d row"},
-      {"instance_norm",
-       "nn::functional::instance_norm = group_norm with one channel per group, composed in nn/: the "
-       "group_norm row, and a float64 gradcheck in checks/nn/pool_pad_parity_test.cpp"},
+      {"adaptive_max_pool2d_with_indices",
+       "nn::functional's name for adaptive_max_pool2d (values and indices): the adaptive_max_pool2d row"},
+      {"adaptive_max_pool1d_with_indices",
+       "nn::functional's name for adaptive_max_pool1d (values and indices): the adaptive_max_pool1d row"},
       {"cuda",
        "to(Device(kCUDA)): every row runs through it in the CUDA parity checks (checks/cuda)"},
       {"cpu",

@@ -1,6 +1,7 @@
-// Op-table rows of ops/pool_pad.cpp: max_pool1d, avg_pool1d, pixel_shuffle, pixel_unshuffle,
-// reflection_pad1d / 2d, replication_pad1d / 2d. References are loops over [P, L] or [P, H, W]
-// planes in double, one output element at a time (PyTorch's CPU loops).
+// Op-table rows of ops/pool_pad.cpp: max_pool1d, avg_pool1d, adaptive_max_pool1d / 2d,
+// instance_norm, pixel_shuffle, pixel_unshuffle, reflection_pad1d / 2d, replication_pad1d / 2d. References are
+// loops over [P, L] or [P, H, W] planes in double, one output element at a time (PyTorch's CPU
+// loops).
 
 #include <algorithm>
 #include <cmath>
@@ -159,6 +160,80 @@ void add_pool_pad_rows(std::vector<OpSpec>& t) {
         Shape out = in[0].sizes();
         out.back() = oL;
         return TensorList{T(r, out)};
+      }));
+  // adaptive max pooling: output (i, j) is the max over rows [floor(i H / oh), ceil((i + 1) H / oh))
+  // and the same cols; the rows check the values (and so the gradient), not the indices
+  for (int64_t spatial : {1, 2}) {
+    const std::string name = spatial == 1 ? "adaptive_max_pool1d" : "adaptive_max_pool2d";
+    t.push_back(row(
+        name, 1, "any, distinct (no ties inside a window)",
+        spatial == 1 ? "[N, C, L] or [C, L]; output_size 1-5" : "[N, C, H, W] or [C, H, W]; output_size 1-5 per dim",
+        [=](Draw& d) {
+          Shape s = {d.integer(1, 2), d.integer(1, 2)};
+          if (d.boolean()) s.erase(s.begin());
+          std::vector<int64_t> o;
+          for (int64_t i = 0; i < spatial; ++i) s.push_back(d.integer(1, 6)), o.push_back(d.integer(1, 5));
+          Tensor x = d.values(s, Domain::any().distinct_values());
+          return make({x}, OpParams().set("output_size", o), name + "(x " + sh(x) + ", " + shape_str(Shape(o)) + ")");
+        },
+        [=](const TensorList& in, const OpParams& p) {
+          const Dims& o = p.dims("output_size");
+          return TensorList{spatial == 1 ? std::get<0>(adaptive_max_pool1d(in[0], o[0]))
+                                         : std::get<0>(adaptive_max_pool2d(in[0], IntPair(o[0], o[1])))};
+        },
+        [=](const TensorList& in, const OpParams& p) {
+          const Dims& o = p.dims("output_size");
+          const int64_t W = in[0].size(-1), H = spatial == 2 ? in[0].size(-2) : 1, P = planes(in[0], spatial);
+          const int64_t ow = o.back(), oh = spatial == 2 ? o[0] : 1;
+          Vec xv = V(in[0]), r;
+          for (int64_t n = 0; n < P; ++n)
+            for (int64_t i = 0; i < oh; ++i)
+              for (int64_t j = 0; j < ow; ++j) {
+                double m = -INFINITY;
+                for (int64_t y = i * H / oh; y < ((i + 1) * H + oh - 1) / oh; ++y)
+                  for (int64_t z = j * W / ow; z < ((j + 1) * W + ow - 1) / ow; ++z)
+                    m = std::max(m, xv[(n * H + y) * W + z]);
+                r.push_back(m);
+              }
+          Shape out = in[0].sizes();
+          out.back() = ow;
+          if (spatial == 2) out[out.size() - 2] = oh;
+          return TensorList{T(r, out)};
+        }));
+  }
+  // instance_norm: each (n, c) plane normalized over its own positions, then weight[c] x̂ + bias[c]
+  t.push_back(row(
+      "instance_norm", 3, "input: any, distinct", "[N, C, *] of rank 3-4 with >= 2 positions; weight/bias [C] or none",
+      [](Draw& d) {
+        Shape s = {d.integer(1, 2), d.integer(1, 3), d.integer(2, 4)};
+        if (d.boolean()) s.push_back(d.integer(1, 3));
+        Tensor x = d.values(s, Domain::any().distinct_values(0.05));
+        const OpParams p = OpParams().set("eps", d.choose(std::vector<double>{1e-5, 1e-3}));
+        if (d.boolean()) return make({x}, p, "instance_norm(x " + sh(x) + ", " + p.str() + ")");
+        Tensor w = d.values({s[1]}, Domain::any()), b = d.values({s[1]}, Domain::any());
+        return make({x, w, b}, p, "instance_norm(x " + sh(x) + ", weight, bias, " + p.str() + ")");
+      },
+      [](const TensorList& in, const OpParams& p) {
+        const bool affine = in.size() > 1;
+        return TensorList{instance_norm(in[0], affine ? in[1] : Tensor(), affine ? in[2] : Tensor(), Tensor(),
+                                        Tensor(), true, 0.1, p.real("eps"), false)};
+      },
+      [](const TensorList& in, const OpParams& p) {
+        const Tensor& x = in[0];
+        const int64_t C = x.size(1), P = x.size(0) * C, inner = x.numel() / P;
+        Vec xv = V(x), r(xv.size());
+        Vec wv = in.size() > 1 ? V(in[1]) : Vec(static_cast<size_t>(C), 1.0);
+        Vec bv = in.size() > 1 ? V(in[2]) : Vec(static_cast<size_t>(C), 0.0);
+        for (int64_t g = 0; g < P; ++g) {
+          double m = 0, q = 0;
+          for (int64_t i = 0; i < inner; ++i) m += xv[g * inner + i];
+          m /= static_cast<double>(inner);
+          for (int64_t i = 0; i < inner; ++i) q += (xv[g * inner + i] - m) * (xv[g * inner + i] - m);
+          q /= static_cast<double>(inner);
+          for (int64_t i = 0; i < inner; ++i)
+            r[g * inner + i] = (xv[g * inner + i] - m) / std::sqrt(q + p.real("eps")) * wv[g % C] + bv[g % C];
+        }
+        return TensorList{T(r, x.sizes())};
       }));
   // pixel_shuffle: y[.., c, h r + i, w r + j] = x[.., c r² + i r + j, h, w]; rank 3-5
   for (bool shuffle : {true, false}) {
