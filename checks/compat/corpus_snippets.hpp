@@ -520,7 +520,7 @@ inline std::vector<Snippet> snippets() {
        [](V in) { return F::pad(in[0], F::PadFuncOptions({1, 2, 0, 1}).value(0.5)); }, kNameDiffers},
       {"F_pad_crop", {kX23}, [](V in) { return F::pad(in[0], F::PadFuncOptions({-1, 1})); }, kNameDiffers},
       {"F_pad_reflect", {wave({1, 1, 3, 4}, 0.2)},
-       [](V in) { return F::pad(in[0], F::PadFuncOptions({1, 1, 1, 1}).mode(torch::kReflect)); }, kThrowsInGradlab},
+       [](V in) { return F::pad(in[0], F::PadFuncOptions({1, 1, 1, 1}).mode(torch::kReflect)); }, kNameDiffers},
       {"huber_loss_top", {kX23, kY23}, [](V in) { return torch::huber_loss(in[0], in[1].detach(), 1, 0.7); },
        kNameDiffers},
       {"F_huber_loss_options", {kX23, kY23},
@@ -561,6 +561,136 @@ inline std::vector<Snippet> snippets() {
          return torch::cat({u.flatten() * 2, z.flatten(), torch::tensor(std::vector<double>{static_cast<double>(u.dim())}, f64())});
        },
        kSame},
+      // ---- pooling, padding, shuffling, instance norm, shrinks (pool-pad batch) ------------------
+      {"F_max_pool2d_with_indices", {wave({1, 2, 4, 4}, 0.3)},
+       [](V in) {
+         auto [y, i] = F::max_pool2d_with_indices(in[0], F::MaxPool2dFuncOptions(2).stride(1));
+         return torch::cat({y.flatten(), i.flatten().to(torch::kFloat64)});
+       }},
+      {"nn_max_pool2d_forward_with_indices", {wave({2, 5, 5}, 0.1)},
+       [](V in) {
+         auto [y, i] = torch::nn::MaxPool2d(torch::nn::MaxPool2dOptions(3).stride(2).padding(1))->forward_with_indices(in[0]);
+         return torch::cat({y.flatten(), i.flatten().to(torch::kFloat64)});
+       }},
+      {"max_pool1d_top", {wave({1, 2, 8}, 0.2)}, [](V in) { return torch::max_pool1d(in[0], {3}, {2}, {1}); }, kNameDiffers},
+      {"F_max_pool1d_dilation", {wave({2, 9}, 0.4)},
+       [](V in) { return F::max_pool1d(in[0], F::MaxPool1dFuncOptions(2).dilation(3)); }, kNameDiffers},
+      {"max_pool1d_with_indices_top", {wave({1, 3, 7}, 0.5)},
+       [](V in) {
+         auto [y, i] = torch::max_pool1d_with_indices(in[0], {2});
+         return torch::cat({y.flatten(), i.flatten().to(torch::kFloat64)});
+       }},
+      {"nn_max_pool1d_with_indices", {wave({1, 2, 6}, 0.6)},
+       [](V in) {
+         auto [y, i] = torch::nn::MaxPool1d(torch::nn::MaxPool1dOptions(3).stride(1))->forward_with_indices(in[0]);
+         return torch::cat({y.flatten(), i.flatten().to(torch::kFloat64)});
+       }},
+      {"avg_pool1d_top", {wave({1, 2, 7}, 0.7)}, [](V in) { return torch::avg_pool1d(in[0], {3}, {2}, {1}); }, kNameDiffers},
+      {"F_avg_pool1d_options", {wave({2, 7}, 0.8)},
+       [](V in) {
+         return F::avg_pool1d(in[0], F::AvgPool1dFuncOptions(3).stride(2).padding(1).ceil_mode(true).count_include_pad(false));
+       }, kNameDiffers},
+      {"nn_pool1d_modules", {wave({1, 2, 8}, 0.9)},
+       [](V in) {
+         namespace nn = torch::nn;
+         return torch::cat({nn::MaxPool1d(nn::MaxPool1dOptions(2))(in[0]).flatten(),
+                            nn::AvgPool1d(nn::AvgPool1dOptions(4).stride(2))(in[0]).flatten(),
+                            nn::AdaptiveAvgPool1d(nn::AdaptiveAvgPool1dOptions(3))(in[0]).flatten()});
+       }},
+      {"adaptive_max_pool2d_top", {wave({1, 2, 5, 7}, 3.1)},
+       [](V in) {
+         auto [y, i] = torch::adaptive_max_pool2d(in[0], {3, 2});
+         return torch::cat({y.flatten(), i.flatten().to(torch::kFloat64)});
+       }},
+      {"adaptive_max_pool1d_top", {wave({2, 7}, 3.2)},
+       [](V in) {
+         auto [y, i] = torch::adaptive_max_pool1d(in[0], {3});
+         return torch::cat({y.flatten(), i.flatten().to(torch::kFloat64)});
+       }},
+      {"F_adaptive_max_pool_options", {wave({2, 3, 4}, 3.3)},
+       [](V in) {
+         auto [y, i] = F::adaptive_max_pool2d_with_indices(in[0], F::AdaptiveMaxPool2dFuncOptions({2, 3}));
+         return torch::cat({F::adaptive_max_pool2d(in[0], F::AdaptiveMaxPool2dFuncOptions({1, 1})).flatten(),
+                            i.flatten().to(torch::kFloat64), y.flatten(),
+                            F::adaptive_max_pool1d(in[0], F::AdaptiveMaxPool1dFuncOptions(2)).flatten()});
+       }},
+      {"nn_adaptive_max_pool_modules", {wave({1, 2, 6, 5}, 3.4)},
+       [](V in) {
+         namespace nn = torch::nn;
+         auto [y, i] = nn::AdaptiveMaxPool2d(nn::AdaptiveMaxPool2dOptions({4, 3}))->forward_with_indices(in[0]);
+         auto [z, j] = nn::AdaptiveMaxPool1d(nn::AdaptiveMaxPool1dOptions(4))->forward_with_indices(in[0].reshape({2, 30}));
+         return torch::cat({y.flatten(), i.flatten().to(torch::kFloat64), z.flatten(), j.flatten().to(torch::kFloat64)});
+       }},
+      {"pixel_shuffle_top", {wave({1, 8, 2, 3}, 1.0)}, [](V in) { return torch::pixel_shuffle(in[0], 2); }, kNameDiffers},
+      {"pixel_unshuffle_top", {wave({2, 1, 4, 6}, 1.1)}, [](V in) { return torch::pixel_unshuffle(in[0], 2); }, kNameDiffers},
+      {"F_pixel_shuffle_modules", {wave({9, 2, 2}, 1.2)},
+       [](V in) {
+         namespace nn = torch::nn;
+         Tensor a = F::pixel_shuffle(in[0], F::PixelShuffleFuncOptions(3));
+         Tensor b = nn::PixelUnshuffle(nn::PixelUnshuffleOptions(3))(a * 2);
+         return torch::cat({a.flatten(), b.flatten(), nn::PixelShuffle(nn::PixelShuffleOptions(1))(in[0]).flatten()});
+       }},
+      {"pixel_shuffle_bad_channels", {wave({1, 6, 2, 2}, 1.3)}, [](V in) { return torch::pixel_shuffle(in[0], 2); }},
+      {"reflection_pad2d_top", {wave({1, 2, 3, 4}, 1.4)},
+       [](V in) { return torch::reflection_pad2d(in[0], {2, 1, 0, 2}); }, kNameDiffers},
+      {"replication_pad2d_top", {wave({2, 3, 2}, 1.5)},
+       [](V in) { return torch::replication_pad2d(in[0], {3, 0, 1, 2}); }, kNameDiffers},
+      {"reflection_pad1d_top", {wave({2, 5}, 1.6)}, [](V in) { return torch::reflection_pad1d(in[0], {4, 1}); }, kNameDiffers},
+      {"replication_pad1d_top", {wave({1, 2, 3}, 1.7)}, [](V in) { return torch::replication_pad1d(in[0], {2, 4}); }, kNameDiffers},
+      {"F_pad_replicate_2d", {wave({1, 1, 3, 3}, 1.8)},
+       [](V in) { return F::pad(in[0], F::PadFuncOptions({1, 2, 2, 0}).mode(torch::kReplicate)); }, kNameDiffers},
+      {"F_pad_circular_1d", {wave({1, 2, 4}, 1.9)},
+       [](V in) { return F::pad(in[0], F::PadFuncOptions({3, 1}).mode(torch::kCircular)); }, kNameDiffers},
+      {"F_pad_circular_2d", {wave({1, 1, 3, 4}, 2.0)},
+       [](V in) { return F::pad(in[0], F::PadFuncOptions({1, 2, 2, 1}).mode(torch::kCircular)); }, kNameDiffers},
+      {"F_pad_reflect_too_big", {wave({1, 1, 3}, 2.1)},
+       [](V in) { return F::pad(in[0], F::PadFuncOptions({3, 0}).mode(torch::kReflect)); }},
+      {"nn_pad_modules", {wave({1, 1, 2, 3}, 2.2)},
+       [](V in) {
+         namespace nn = torch::nn;
+         Tensor s = in[0].reshape({1, 2, 3});
+         return torch::cat({nn::ReflectionPad2d(nn::ReflectionPad2dOptions({1, 1, 1, 0}))(in[0]).flatten(),
+                            nn::ReplicationPad2d(1)(in[0]).flatten(),
+                            nn::ReflectionPad1d(nn::ReflectionPad1dOptions({2, 1}))(s).flatten(),
+                            nn::ReplicationPad1d(2)(s).flatten(),
+                            nn::ConstantPad2d(nn::ConstantPad2dOptions({1, 0, 0, 1}, 0.5))(in[0]).flatten(),
+                            nn::ConstantPad1d(nn::ConstantPad1dOptions(1, -2.0))(s).flatten()});
+       }},
+      {"F_instance_norm", {wave({2, 3, 2, 3}, 2.3)}, [](V in) { return F::instance_norm(in[0], F::InstanceNormFuncOptions()); }, kNameDiffers},
+      {"F_instance_norm_affine", {wave({2, 3, 5}, 2.4), kW3, {{0.1, -0.2, 0.3}, {3}}},
+       [](V in) {
+         return F::instance_norm(in[0], F::InstanceNormFuncOptions().weight(in[1]).bias(in[2]).eps(1e-3));
+       }, kNameDiffers},
+      {"instance_norm_top", {wave({2, 2, 3, 2}, 3.5), {{0.5, -1.5}, {2}}, {{0.25, 0.1}, {2}}},
+       [](V in) { return torch::instance_norm(in[0], in[1], in[2], {}, {}, true, 0.1, 1e-4, false); }, kNameDiffers},
+      {"instance_norm_running_stats", {wave({2, 2, 3}, 3.6)},
+       [](V in) {
+         Tensor rm = torch::zeros({2}, f64()), rv = torch::ones({2}, f64());
+         return torch::instance_norm(in[0], {}, {}, rm, rv, true, 0.1, 1e-5, false);
+       },
+       kThrowsInGradlab},
+      {"nn_instance_norm_modules", {wave({2, 3, 4}, 2.5), wave({3, 2, 2}, 2.6)},
+       [](V in) {
+         namespace nn = torch::nn;
+         nn::InstanceNorm1d a(nn::InstanceNorm1dOptions(3).affine(true));
+         nn::InstanceNorm2d b(nn::InstanceNorm2dOptions(3));
+         a->to(torch::kFloat64);  // the float32 weight and bias would not take a float64 input
+         return torch::cat({a(in[0]).flatten(), b(in[1]).flatten(),
+                            torch::tensor(std::vector<double>{static_cast<double>(a->parameters().size()),
+                                                              static_cast<double>(b->parameters().size())}, f64())});
+       }},
+      {"hardshrink_top", {wave({2, 5}, 2.7)}, [](V in) { return torch::hardshrink(in[0], 0.7); }, kNameDiffers},
+      {"softshrink_top", {wave({2, 5}, 2.8)}, [](V in) { return torch::softshrink(in[0]); }, kNameDiffers},
+      {"F_shrink_options", {wave({3, 4}, 2.9)},
+       [](V in) {
+         return F::hardshrink(in[0], F::HardshrinkFuncOptions().lambda(0.4)) +
+                F::softshrink(in[0], F::SoftshrinkFuncOptions(0.9));
+       }},
+      {"nn_shrink_modules", {wave({2, 4}, 3.0)},
+       [](V in) {
+         namespace nn = torch::nn;
+         return torch::cat({nn::Hardshrink()(in[0]).flatten(), nn::Softshrink(nn::SoftshrinkOptions(0.3))(in[0]).flatten()});
+       }},
   };
 }
 

@@ -76,4 +76,9 @@ void SoftminImpl::pretty_print(std::ostream& os) const {
   os << "Softmin(dim=" << options.dim() << ")";
 }
 
+Tensor HardshrinkImpl::forward(const Tensor& x) { return F::hardshrink(x, options); }
+void HardshrinkImpl::pretty_print(std::ostream& os) const { os << "Hardshrink(" << options.lambda() << ")"; }
+Tensor SoftshrinkImpl::forward(const Tensor& x) { return F::softshrink(x, options); }
+void SoftshrinkImpl::pretty_print(std::ostream& os) const { os << "Softshrink(" << options.lambda() << ")"; }
+
 }  // namespace gradlab::nn

@@ -222,4 +222,24 @@ class SoftminImpl : public Module {
 };
 GRADLAB_MODULE(Softmin);
 
+/// |x| > lambda ? x : 0.
+class HardshrinkImpl : public Module {
+ public:
+  explicit HardshrinkImpl(const HardshrinkOptions& options = {}) : options(options) {}
+  Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& os) const override;
+  HardshrinkOptions options;
+};
+GRADLAB_MODULE(Hardshrink);
+
+/// x - lambda above lambda, x + lambda below -lambda, else 0.
+class SoftshrinkImpl : public Module {
+ public:
+  explicit SoftshrinkImpl(const SoftshrinkOptions& options = {}) : options(options) {}
+  Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& os) const override;
+  SoftshrinkOptions options;
+};
+GRADLAB_MODULE(Softshrink);
+
 }  // namespace gradlab::nn

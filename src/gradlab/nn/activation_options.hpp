@@ -78,6 +78,16 @@ struct SoftmaxOptions {
   GRADLAB_ARG(int64_t, dim);
 };
 using SoftminOptions = SoftmaxOptions;
+/// nn::Hardshrink / F::hardshrink: |x| > lambda ? x : 0.
+struct HardshrinkOptions {
+  HardshrinkOptions(double lambda = 0.5) : lambda_(lambda) {}  // NOLINT
+  GRADLAB_ARG(double, lambda);
+};
+/// nn::Softshrink / F::softshrink: x -+ lambda outside [-lambda, lambda], else 0.
+struct SoftshrinkOptions {
+  SoftshrinkOptions(double lambda = 0.5) : lambda_(lambda) {}  // NOLINT
+  GRADLAB_ARG(double, lambda);
+};
 using LogSoftmaxOptions = SoftmaxOptions;
 
 namespace functional {
@@ -91,6 +101,8 @@ using HardtanhFuncOptions = HardtanhOptions;
 using ThresholdFuncOptions = ThresholdOptions;
 using GLUFuncOptions = GLUOptions;
 using GELUFuncOptions = GELUOptions;
+using HardshrinkFuncOptions = HardshrinkOptions;
+using SoftshrinkFuncOptions = SoftshrinkOptions;
 
 /// F::softmax / F::softmin / F::log_softmax: dim, and a dtype the input is cast to first.
 struct SoftmaxFuncOptions {

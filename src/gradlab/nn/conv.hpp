@@ -117,6 +117,8 @@ class MaxPool2dImpl : public Module {
   explicit MaxPool2dImpl(const MaxPool2dOptions& options) : options(options) {}
   explicit MaxPool2dImpl(int64_t kernel_size) : options(IntPair(kernel_size)) {}
   Tensor forward(const Tensor& input);
+  /// The output and the int64 index of each max within its H*W plane (F::max_pool2d_with_indices).
+  std::tuple<Tensor, Tensor> forward_with_indices(const Tensor& input);
   void pretty_print(std::ostream& os) const override;
   MaxPool2dOptions options;
 };

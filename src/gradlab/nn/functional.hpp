@@ -21,6 +21,7 @@
 #include "gradlab/core/tensor.hpp"
 #include "gradlab/nn/activation_options.hpp"
 #include "gradlab/nn/pool_options.hpp"
+#include "gradlab/nn/pool_pad_options.hpp"
 #include "gradlab/nn/resample_options.hpp"
 #include "gradlab/ops/nn_ops.hpp"
 #include "gradlab/ops/ops.hpp"
@@ -342,7 +343,9 @@ struct PairwiseDistanceFuncOptions {
 Tensor pairwise_distance(const Tensor& x1, const Tensor& x2,
                          const PairwiseDistanceFuncOptions& options = {}, Site site = {});
 /// F::pad(x, F::PadFuncOptions({left, right, top, bottom, ...}).value(v)): pairs from the last dim
-/// backwards; a negative amount crops. Only kConstant; kReflect, kReplicate, kCircular throw.
+/// backwards; a negative amount crops (kConstant). kReflect / kReplicate / kCircular pad the last
+/// 1 or 2 dims of a 2-3-D or 3-4-D input (2 or 4 amounts), as LibTorch's reflection_pad1d / 2d,
+/// replication_pad1d / 2d and circular pad.
 struct PadFuncOptions {
   PadFuncOptions(std::vector<int64_t> pad) : pad_(std::move(pad)) {}  // NOLINT
   GRADLAB_ARG(std::vector<int64_t>, pad);
@@ -384,5 +387,46 @@ Tensor kl_div(const Tensor& input, const Tensor& target, const KLDivFuncOptions&
 Tensor softplus(const Tensor& x, const SoftplusFuncOptions& options = {}, Site site = {});
 /// Rows of weight [V, D] picked by int64 indices (LibTorch's argument order: indices first).
 Tensor embedding(const Tensor& indices, const Tensor& weight, Site site = {});
+
+// ---- 1-D pools, max_pool2d_with_indices, pixel shuffle, instance norm (nn/pool_pad_options.hpp) --
+/// max_pool2d plus the int64 index of each max within its H*W plane (LibTorch's F:: form).
+std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, const MaxPool2dFuncOptions& options,
+                                                   Site site = {});
+using gradlab::max_pool2d_with_indices;
+/// F::max_pool1d(x, F::MaxPool1dFuncOptions(3).stride(2)): [N, C, L] (or [C, L]); ceil_mode(true)
+/// is refused (ValueError).
+Tensor max_pool1d(const Tensor& input, const MaxPool1dFuncOptions& options, Site site = {});
+std::tuple<Tensor, Tensor> max_pool1d_with_indices(const Tensor& input, const MaxPool1dFuncOptions& options,
+                                                   Site site = {});
+/// F::avg_pool1d(x, F::AvgPool1dFuncOptions(3).stride(2).padding(1)) (divisor_override ignored, as
+/// in LibTorch).
+Tensor avg_pool1d(const Tensor& input, const AvgPool1dFuncOptions& options, Site site = {});
+/// F::adaptive_max_pool2d(x, F::AdaptiveMaxPool2dFuncOptions({1, 1})): the values;
+/// F::adaptive_max_pool2d_with_indices: (values, int64 index within each H*W plane).
+Tensor adaptive_max_pool2d(const Tensor& input, const AdaptiveMaxPool2dFuncOptions& options, Site site = {});
+std::tuple<Tensor, Tensor> adaptive_max_pool2d_with_indices(const Tensor& input,
+                                                            const AdaptiveMaxPool2dFuncOptions& options,
+                                                            Site site = {});
+/// The same along L of [N, C, L] (or [C, L]).
+Tensor adaptive_max_pool1d(const Tensor& input, const AdaptiveMaxPool1dFuncOptions& options, Site site = {});
+std::tuple<Tensor, Tensor> adaptive_max_pool1d_with_indices(const Tensor& input,
+                                                            const AdaptiveMaxPool1dFuncOptions& options,
+                                                            Site site = {});
+using gradlab::max_pool1d;
+using gradlab::max_pool1d_with_indices;
+using gradlab::avg_pool1d;
+/// F::pixel_shuffle(x, F::PixelShuffleFuncOptions(2)): [*, C r², H, W] -> [*, C, H r, W r].
+Tensor pixel_shuffle(const Tensor& input, const PixelShuffleFuncOptions& options, Site site = {});
+/// F::pixel_unshuffle(x, F::PixelUnshuffleFuncOptions(2)): [*, C, H r, W r] -> [*, C r², H, W].
+Tensor pixel_unshuffle(const Tensor& input, const PixelUnshuffleFuncOptions& options, Site site = {});
+/// F::instance_norm(x [N, C, *], F::InstanceNormFuncOptions()): each (sample, channel) normalized
+/// over its own * with the biased variance, then weight[c] x̂ + bias[c] when given (group_norm with
+/// C groups). Running stats (running_mean / running_var given, or use_input_stats(false)) are
+/// refused (ValueError).
+Tensor instance_norm(const Tensor& input, const InstanceNormFuncOptions& options = {}, Site site = {});
+/// |x| > lambda ? x : 0: F::hardshrink(x, F::HardshrinkFuncOptions().lambda(0.3)).
+Tensor hardshrink(const Tensor& input, const HardshrinkFuncOptions& options = {}, Site site = {});
+/// x -+ lambda outside [-lambda, lambda], else 0: F::softshrink(x, F::SoftshrinkFuncOptions(0.3)).
+Tensor softshrink(const Tensor& input, const SoftshrinkFuncOptions& options = {}, Site site = {});
 
 }  // namespace gradlab::nn::functional

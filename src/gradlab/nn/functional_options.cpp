@@ -8,6 +8,7 @@
 #include <string>
 
 #include "gradlab/nn/functional.hpp"
+#include "gradlab/ops/internal/nn_ops.hpp"
 
 namespace gradlab::nn::functional {
 
@@ -164,13 +165,32 @@ Tensor pairwise_distance(const Tensor& x1, const Tensor& x2, const PairwiseDista
                          Site site) {
   return norm(add(sub(x1, x2, site), o.eps(), site), Scalar(o.p()), -1, o.keepdim(), site);
 }
+namespace {
+// kReflect / kReplicate / kCircular, as LibTorch 1.13's _pad_enum: 2 amounts pad the last dim of a
+// 2-D or 3-D input, 4 the last two dims of a 3-D or 4-D input; no fill value.
+Tensor edge_pad(const Tensor& input, const PadFuncOptions& o, const Site& site) {
+  const std::vector<int64_t>& p = o.pad();
+  const char* mode = o.mode() == kReflect ? "reflect" : o.mode() == kReplicate ? "replicate" : "circular";
+  GRADLAB_CHECK(o.value() == 0.0, ValueError, "pad", std::string("padding mode \"") + mode + "\" doesn't take a value",
+                "value 0", std::to_string(o.value()));
+  const auto n = static_cast<int64_t>(p.size());
+  const bool one = n == 2 && (input.dim() == 2 || input.dim() == 3);
+  const bool two = n == 4 && (input.dim() == 3 || input.dim() == 4);
+  GRADLAB_CHECK(one || two, ValueError, "pad",
+                std::string("mode ") + mode + " pads the last 1 or 2 dims only (gradlab has no 3-D form)",
+                "2 amounts for a 2-D / 3-D input, 4 for a 3-D / 4-D input",
+                std::to_string(n) + " amounts for a " + std::to_string(input.dim()) + "-D input");
+  if (o.mode() == kCircular) return ops_detail::circular_pad(input, p, n / 2, site);
+  if (o.mode() == kReflect) return one ? reflection_pad1d(input, p, site) : reflection_pad2d(input, p, site);
+  return one ? replication_pad1d(input, p, site) : replication_pad2d(input, p, site);
+}
+}  // namespace
+
 // pad = {left, right} of the last dim, then of the one before, ...; a negative amount crops
 Tensor pad(const Tensor& input, const PadFuncOptions& o, Site site) {
   const std::vector<int64_t>& p = o.pad();
-  GRADLAB_CHECK(o.mode() == kConstant, ValueError, "pad", "only constant padding is implemented",
-                "mode kConstant", o.mode() == kReflect ? "kReflect" : o.mode() == kReplicate ? "kReplicate" : "kCircular",
-                "build it from narrow + cat, or pad with a constant");
   GRADLAB_CHECK(input.defined(), ValueError, "pad", "input is undefined", "a tensor", "Tensor()");
+  if (o.mode() != kConstant) return edge_pad(input, o, site);  // reflect / replicate / circular
   GRADLAB_CHECK(p.size() % 2 == 0 && static_cast<int64_t>(p.size()) / 2 <= input.dim(), ShapeError, "pad",
                 "the padding must be pairs (left, right) for at most every dim",
                 "an even length <= " + std::to_string(2 * input.dim()), std::to_string(p.size()) + " values");
@@ -206,6 +226,58 @@ Tensor kl_div(const Tensor& input, const Tensor& target, const KLDivFuncOptions&
   if (!o.batch_mean_) return gradlab::kl_div(input, target, as_int(o.reduction_), o.log_target(), site);
   Tensor total = gradlab::kl_div(input, target, as_int(kSum), o.log_target(), site);
   return input.dim() == 0 ? total : div(total, static_cast<double>(input.size(0)), site);
+}
+
+// ---- 1-D pools, max_pool2d_with_indices, pixel shuffle, instance norm, shrinks (pool-pad batch) --
+std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, const MaxPool2dFuncOptions& o,
+                                                   Site site) {
+  GRADLAB_CHECK(!o.ceil_mode(), ValueError, "max_pool2d_with_indices", "ceil_mode is not supported by gradlab",
+                "ceil_mode(false)", "ceil_mode(true)",
+                "pad the input on the bottom / right (F::pad, or padding) so the last window fits");
+  return gradlab::max_pool2d_with_indices(input, o.kernel_size(), o.stride(), o.padding(), o.dilation(), site);
+}
+Tensor max_pool1d(const Tensor& input, const MaxPool1dFuncOptions& o, Site site) {
+  return gradlab::max_pool1d(input, o.kernel_size(), o.stride(), o.padding(), o.dilation(), o.ceil_mode(), site);
+}
+std::tuple<Tensor, Tensor> max_pool1d_with_indices(const Tensor& input, const MaxPool1dFuncOptions& o,
+                                                   Site site) {
+  return gradlab::max_pool1d_with_indices(input, o.kernel_size(), o.stride(), o.padding(), o.dilation(),
+                                          o.ceil_mode(), site);
+}
+Tensor avg_pool1d(const Tensor& input, const AvgPool1dFuncOptions& o, Site site) {
+  return gradlab::avg_pool1d(input, o.kernel_size(), o.stride(), o.padding(), o.ceil_mode(),
+                             o.count_include_pad(), site);
+}
+Tensor adaptive_max_pool2d(const Tensor& input, const AdaptiveMaxPool2dFuncOptions& o, Site site) {
+  return std::get<0>(gradlab::adaptive_max_pool2d(input, o.output_size(), site));
+}
+std::tuple<Tensor, Tensor> adaptive_max_pool2d_with_indices(const Tensor& input, const AdaptiveMaxPool2dFuncOptions& o,
+                                                            Site site) {
+  return gradlab::adaptive_max_pool2d(input, o.output_size(), site);
+}
+Tensor adaptive_max_pool1d(const Tensor& input, const AdaptiveMaxPool1dFuncOptions& o, Site site) {
+  return std::get<0>(gradlab::adaptive_max_pool1d(input, o.output_size(), site));
+}
+std::tuple<Tensor, Tensor> adaptive_max_pool1d_with_indices(const Tensor& input, const AdaptiveMaxPool1dFuncOptions& o,
+                                                            Site site) {
+  return gradlab::adaptive_max_pool1d(input, o.output_size(), site);
+}
+Tensor pixel_shuffle(const Tensor& input, const PixelShuffleFuncOptions& o, Site site) {
+  return gradlab::pixel_shuffle(input, o.upscale_factor(), site);
+}
+Tensor pixel_unshuffle(const Tensor& input, const PixelUnshuffleFuncOptions& o, Site site) {
+  return gradlab::pixel_unshuffle(input, o.downscale_factor(), site);
+}
+// running stats refused by the op
+Tensor instance_norm(const Tensor& input, const InstanceNormFuncOptions& o, Site site) {
+  return gradlab::instance_norm(input, o.weight(), o.bias(), o.running_mean(), o.running_var(), o.use_input_stats(),
+                                o.momentum(), o.eps(), false, site);
+}
+Tensor hardshrink(const Tensor& input, const HardshrinkFuncOptions& o, Site site) {
+  return gradlab::hardshrink(input, o.lambda(), site);
+}
+Tensor softshrink(const Tensor& input, const SoftshrinkFuncOptions& o, Site site) {
+  return gradlab::softshrink(input, o.lambda(), site);
 }
 
 }  // namespace gradlab::nn::functional

@@ -4,6 +4,7 @@
 // ops/nn_ops.cpp).
 
 #include "gradlab/nn/module.hpp"
+#include "gradlab/nn/pool_pad_options.hpp"
 #include "gradlab/nn/resample_options.hpp"
 
 namespace gradlab::nn {
@@ -65,5 +66,116 @@ class GroupNormImpl : public Module {
   Tensor weight, bias;
 };
 GRADLAB_MODULE(GroupNorm);
+
+// ---- 1-D pools, pixel shuffle, edge pads, instance norm (nn/pool_pad.cpp) -----------------------
+
+/// Max over each window along L of [N, C, L] (or [C, L]): max_pool1d.
+class MaxPool1dImpl : public Module {
+ public:
+  explicit MaxPool1dImpl(const MaxPool1dOptions& options) : options(options) {}
+  Tensor forward(const Tensor& input);
+  /// The output and the int64 index along L of each max.
+  std::tuple<Tensor, Tensor> forward_with_indices(const Tensor& input);
+  void pretty_print(std::ostream& os) const override;
+  MaxPool1dOptions options;
+};
+GRADLAB_MODULE(MaxPool1d);
+
+/// Mean over each window along L of [N, C, L] (or [C, L]): avg_pool1d.
+class AvgPool1dImpl : public Module {
+ public:
+  explicit AvgPool1dImpl(const AvgPool1dOptions& options) : options(options) {}
+  Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& os) const override;
+  AvgPool1dOptions options;
+};
+GRADLAB_MODULE(AvgPool1d);
+
+/// Max over the adaptive windows that give an output of options.output_size: adaptive_max_pool2d.
+class AdaptiveMaxPool2dImpl : public Module {
+ public:
+  explicit AdaptiveMaxPool2dImpl(const AdaptiveMaxPool2dOptions& options) : options(options) {}
+  Tensor forward(const Tensor& input);
+  /// The output and the int64 index of each max within its H*W plane.
+  std::tuple<Tensor, Tensor> forward_with_indices(const Tensor& input);
+  void pretty_print(std::ostream& os) const override;
+  AdaptiveMaxPool2dOptions options;
+};
+GRADLAB_MODULE(AdaptiveMaxPool2d);
+
+/// The same along L of [N, C, L] (or [C, L]): adaptive_max_pool1d.
+class AdaptiveMaxPool1dImpl : public Module {
+ public:
+  explicit AdaptiveMaxPool1dImpl(const AdaptiveMaxPool1dOptions& options) : options(options) {}
+  Tensor forward(const Tensor& input);
+  std::tuple<Tensor, Tensor> forward_with_indices(const Tensor& input);
+  void pretty_print(std::ostream& os) const override;
+  AdaptiveMaxPool1dOptions options;
+};
+GRADLAB_MODULE(AdaptiveMaxPool1d);
+
+/// [*, C r², H, W] -> [*, C, H r, W r]: pixel_shuffle.
+class PixelShuffleImpl : public Module {
+ public:
+  explicit PixelShuffleImpl(const PixelShuffleOptions& options) : options(options) {}
+  Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& os) const override;
+  PixelShuffleOptions options;
+};
+GRADLAB_MODULE(PixelShuffle);
+
+/// [*, C, H r, W r] -> [*, C r², H, W]: pixel_unshuffle.
+class PixelUnshuffleImpl : public Module {
+ public:
+  explicit PixelUnshuffleImpl(const PixelUnshuffleOptions& options) : options(options) {}
+  Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& os) const override;
+  PixelUnshuffleOptions options;
+};
+GRADLAB_MODULE(PixelUnshuffle);
+
+#define GRADLAB_PAD_MODULE(Name, Opts)                                \
+  class Name##Impl : public Module {                                  \
+   public:                                                            \
+    explicit Name##Impl(const Opts& options) : options(options) {}    \
+    Tensor forward(const Tensor& input);                              \
+    void pretty_print(std::ostream& os) const override;               \
+    Opts options;                                                     \
+  };                                                                  \
+  GRADLAB_MODULE(Name)
+/// Mirror padding of the last dim (reflection_pad1d) / last two dims (reflection_pad2d).
+GRADLAB_PAD_MODULE(ReflectionPad1d, ReflectionPad1dOptions);
+GRADLAB_PAD_MODULE(ReflectionPad2d, ReflectionPad2dOptions);
+/// Edge-value padding of the last dim / last two dims (replication_pad1d / 2d).
+GRADLAB_PAD_MODULE(ReplicationPad1d, ReplicationPad1dOptions);
+GRADLAB_PAD_MODULE(ReplicationPad2d, ReplicationPad2dOptions);
+/// Constant padding of the last dim / last two dims (F::pad, kConstant).
+GRADLAB_PAD_MODULE(ConstantPad1d, ConstantPad1dOptions);
+GRADLAB_PAD_MODULE(ConstantPad2d, ConstantPad2dOptions);
+#undef GRADLAB_PAD_MODULE
+
+/// Normalizes each (sample, channel) of [N, C, L] (InstanceNorm1d; or [C, L]) or [N, C, H, W]
+/// (InstanceNorm2d; or [C, H, W]) over its own positions; affine adds weight[c] x̂ + bias[c].
+/// track_running_stats(true) is refused (ValueError).
+class InstanceNorm1dImpl : public Module {
+ public:
+  explicit InstanceNorm1dImpl(const InstanceNorm1dOptions& options);
+  Tensor forward(const Tensor& input);
+  void reset_parameters();
+  void pretty_print(std::ostream& os) const override;
+  InstanceNorm1dOptions options;
+  Tensor weight, bias;
+};
+GRADLAB_MODULE(InstanceNorm1d);
+class InstanceNorm2dImpl : public Module {
+ public:
+  explicit InstanceNorm2dImpl(const InstanceNorm2dOptions& options);
+  Tensor forward(const Tensor& input);
+  void reset_parameters();
+  void pretty_print(std::ostream& os) const override;
+  InstanceNorm2dOptions options;
+  Tensor weight, bias;
+};
+GRADLAB_MODULE(InstanceNorm2d);
 
 }  // namespace gradlab::nn

@@ -145,4 +145,18 @@ Tensor threshold_(const Tensor& x, double threshold_value, double value, Site si
   return write_back(x, "threshold_", [&](const Tensor& c) { return threshold(c, threshold_value, value, site); }, site);
 }
 
+// |x| > λ ? x : 0; the gradient is the same mask (0 at |x| = λ, as LibTorch)
+Tensor hardshrink(const Tensor& x, double lambd, Site site) {
+  check_defined("hardshrink", x);
+  return where(gt(abs(x, site), lambd), x, 0.0, site);
+}
+
+// x > λ ? x - λ : x < -λ ? x + λ : 0 = x - clamp(x, -λ, λ); the gradient 1 outside [-λ, λ]
+Tensor softshrink(const Tensor& x, double lambd, Site site) {
+  check_defined("softshrink", x);
+  GRADLAB_CHECK(lambd >= 0, ValueError, "softshrink", "lambda must be greater or equal to 0",
+                "lambd >= 0", std::to_string(lambd));
+  return where(gt(abs(x, site), lambd), sub(x, mul(sign(x), lambd, site), site), 0.0, site);
+}
+
 }  // namespace gradlab

@@ -216,4 +216,57 @@ Tensor cross_entropy_loss_fused(const Tensor& input, const Tensor& target, int64
                                 int64_t ignore_index = -100, double label_smoothing = 0.0,
                                 Site site = {});
 
+// ---- 1-D pooling, pixel shuffle, reflection / replication padding (ops/pool_pad.cpp) ---------
+// Composites: the 1-D pools are the 2-D ones on [N, C, 1, L]; adaptive max pooling is max(dim)
+// over window taps, one dim at a time; instance_norm is group_norm with C groups; pixel_shuffle is
+// reshape + permute;
+// the pads are index_select with int64 source indices (its backward accumulates repeated taps).
+
+/// Max over each window along L (torch::max_pool1d): [N, C, L] (or [C, L]) -> [N, C, oL],
+/// oL = floor((L + 2 padding - dilation (k - 1) - 1) / stride) + 1; stride defaults to the kernel
+/// size; padding is -inf, at most kernel / 2. ceil_mode true is refused (ValueError).
+Tensor max_pool1d(const Tensor& input, int64_t kernel_size, std::optional<int64_t> stride = std::nullopt,
+                  int64_t padding = 0, int64_t dilation = 1, bool ceil_mode = false, Site site = {});
+/// Same, plus the int64 index along L of each max.
+std::tuple<Tensor, Tensor> max_pool1d_with_indices(const Tensor& input, int64_t kernel_size,
+                                                   std::optional<int64_t> stride = std::nullopt,
+                                                   int64_t padding = 0, int64_t dilation = 1,
+                                                   bool ceil_mode = false, Site site = {});
+/// Mean over each window along L (torch::avg_pool1d): [N, C, L] (or [C, L]) -> [N, C, oL];
+/// padding (zeros) at most kernel / 2, counted in the divisor with count_include_pad.
+Tensor avg_pool1d(const Tensor& input, int64_t kernel_size, std::optional<int64_t> stride = std::nullopt,
+                  int64_t padding = 0, bool ceil_mode = false, bool count_include_pad = true,
+                  Site site = {});
+
+/// Max over adaptive windows (torch::adaptive_max_pool2d): output row i of oh takes input rows
+/// [floor(i H / oh), ceil((i + 1) H / oh)), and likewise along W: [N, C, H, W] (or [C, H, W]) ->
+/// (values [N, C, oh, ow], int64 index of each max within its H*W plane).
+std::tuple<Tensor, Tensor> adaptive_max_pool2d(const Tensor& input, IntPair output_size, Site site = {});
+/// The same along L of [N, C, L] (or [C, L]) (torch::adaptive_max_pool1d): (values, index along L).
+std::tuple<Tensor, Tensor> adaptive_max_pool1d(const Tensor& input, int64_t output_size, Site site = {});
+
+/// Instance normalization (torch::instance_norm): each (sample, channel) of x [N, C, *] normalized
+/// over * with its mean and biased variance, then weight[c] x̂ + bias[c] when given (group_norm
+/// with C groups). Running statistics are refused (ValueError): running_mean / running_var must be
+/// undefined and use_input_stats true; momentum and cudnn_enabled are then unused.
+Tensor instance_norm(const Tensor& input, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                     const Tensor& running_var, bool use_input_stats, double momentum, double eps,
+                     bool cudnn_enabled, Site site = {});
+
+/// [*, C r², H, W] -> [*, C, H r, W r] (torch::pixel_shuffle): y[c, h r + i, w r + j] =
+/// x[c r² + i r + j, h, w].
+Tensor pixel_shuffle(const Tensor& input, int64_t upscale_factor, Site site = {});
+/// The inverse (torch::pixel_unshuffle): [*, C, H r, W r] -> [*, C r², H, W].
+Tensor pixel_unshuffle(const Tensor& input, int64_t downscale_factor, Site site = {});
+
+/// Pads the last dim of [N, C, L] (or [C, L]) by padding {left, right} with its mirror image
+/// without the edge (torch::reflection_pad1d): x[-i] = x[i]; each amount < L (negative crops).
+Tensor reflection_pad1d(const Tensor& input, const std::vector<int64_t>& padding, Site site = {});
+/// The same on the last two dims of [N, C, H, W] (or [C, H, W]), padding {left, right, top, bottom}.
+Tensor reflection_pad2d(const Tensor& input, const std::vector<int64_t>& padding, Site site = {});
+/// Pads the last dim by repeating its edge values (torch::replication_pad1d): x[-i] = x[0].
+Tensor replication_pad1d(const Tensor& input, const std::vector<int64_t>& padding, Site site = {});
+/// The same on the last two dims of [N, C, H, W] (or [C, H, W]) (torch::replication_pad2d).
+Tensor replication_pad2d(const Tensor& input, const std::vector<int64_t>& padding, Site site = {});
+
 }  // namespace gradlab

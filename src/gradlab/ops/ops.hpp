@@ -83,6 +83,10 @@ Tensor log_sigmoid(const Tensor& x, Site site = {});
 Tensor hardswish(const Tensor& x, Site site = {});
 /// relu6(x + 3) / 6.
 Tensor hardsigmoid(const Tensor& x, Site site = {});
+/// |x| > lambd ? x : 0 (torch::hardshrink).
+Tensor hardshrink(const Tensor& x, double lambd = 0.5, Site site = {});
+/// x > lambd ? x - lambd : x < -lambd ? x + lambd : 0 (torch::softshrink; lambd >= 0).
+Tensor softshrink(const Tensor& x, double lambd = 0.5, Site site = {});
 /// a * sigmoid(b), where a, b are the two halves of x along dim (its size must be even).
 Tensor glu(const Tensor& x, int64_t dim = -1, Site site = {});
 /// x > threshold ? x : value.

@@ -355,6 +355,7 @@ const std::vector<OpSpec>& op_table() {
     table::add_resample_rows(t);
     table::add_rnn_rows(t);
     table::add_activation_rows(t);
+    table::add_pool_pad_rows(t);
     return t;
   }();
   return rows;
@@ -432,6 +433,11 @@ const std::map<std::string, std::string>& op_table_exemptions() {
       {"pad",
        "nn::functional::pad (constant mode) is narrow + cat with constant blocks: those rows, and a float64 "
        "gradcheck in checks/nn/activation_parity_test.cpp"},
+      {"max_pool1d_with_indices", "max_pool1d plus its indices: the max_pool1d row"},
+      {"adaptive_max_pool2d_with_indices",
+       "nn::functional's name for adaptive_max_pool2d (values and indices): the adaptive_max_pool2d row"},
+      {"adaptive_max_pool1d_with_indices",
+       "nn::functional's name for adaptive_max_pool1d (values and indices): the adaptive_max_pool1d row"},
       {"cuda",
        "to(Device(kCUDA)): every row runs through it in the CUDA parity checks (checks/cuda)"},
       {"cpu",

@@ -317,4 +317,8 @@ struct CrossEntropyOp : BuiltinOp<CrossEntropyOp> {
   }
 };
 
+/// Circular padding of the last `spatial` dims (F::pad's kCircular; ops/pool_pad.cpp):
+/// y[i] = x[(i - left) mod n]; each amount at most n, padding = {left, right, ...} from the last dim.
+Tensor circular_pad(const Tensor& x, const std::vector<int64_t>& padding, int64_t spatial, const Site& site);
+
 }  // namespace gradlab::ops_detail

@@ -98,6 +98,19 @@ void add_activation_rows(std::vector<OpSpec>& t) {
   t.push_back(unary(
       "hardsigmoid", hardsigmoid, [](double x) { return clamp_d(x + 3, 0, 6) / 6; },
       Domain::away_from({-3.0, 3.0}, 0.1, -5, 5)));
+  const Params shrink_p{{"lambd", {0.5, 0.3, 1.2}}};
+  const auto shrink_kinks = [](const OpParams& p) { return std::vector<double>{-p.real("lambd"), p.real("lambd")}; };
+  t.push_back(param_row(
+      "hardshrink", shrink_p, shrink_kinks,
+      [](const Tensor& x, const OpParams& p) { return hardshrink(x, p.real("lambd")); },
+      [](double x, const OpParams& p) { return std::abs(x) > p.real("lambd") ? x : 0.0; }));
+  t.push_back(param_row(
+      "softshrink", shrink_p, shrink_kinks,
+      [](const Tensor& x, const OpParams& p) { return softshrink(x, p.real("lambd")); },
+      [](double x, const OpParams& p) {
+        const double l = p.real("lambd");
+        return x > l ? x - l : x < -l ? x + l : 0.0;
+      }));
   t.push_back(param_row(
       "threshold", th_p, th_kinks,
       [](const Tensor& x, const OpParams& p) { return threshold(x, p.real("threshold"), p.real("value")); },

@@ -33,6 +33,7 @@ void add_inplace_rows(std::vector<OpSpec>& t);      // inplace.cpp
 void add_nn_rows(std::vector<OpSpec>& t);           // nn_ops.cpp
 void add_resample_rows(std::vector<OpSpec>& t);     // resample.cpp: pooling, upsampling, group_norm
 void add_rnn_rows(std::vector<OpSpec>& t);          // rnn.cpp: the recurrent cells
+void add_pool_pad_rows(std::vector<OpSpec>& t);     // pool_pad.cpp: 1-D pools, pixel shuffle, edge pads
 void add_activation_rows(std::vector<OpSpec>& t);   // activation.cpp: elu, selu, ..., prelu, relu_, ...
 
 // ---- references: plain loops over row-major values -------------------------------------------
