@@ -15,6 +15,7 @@ namespace gradlab {
 namespace {
 
 using checks::d64;
+using checks::error_of;
 using checks::grad_ok;
 using checks::gradgrad_ok;
 using checks::rnd64;
@@ -30,18 +31,6 @@ std::vector<std::string> names(const nn::NamedTensors& n) {
   return r;
 }
 
-// The message of the exception `f` throws as E (fails when it throws nothing or another type).
-template <class E, class Fn>
-std::string error_of(Fn f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("wrong exception type: ") + e.what();
-  }
-  return "no exception";
-}
 
 // ---- the F::-only composites and the option forms, gradchecked in float64 -----------------------
 

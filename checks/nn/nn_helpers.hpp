@@ -72,4 +72,18 @@ inline ::testing::AssertionResult param_grad_ok(const std::function<Tensor()>& l
   return ::testing::AssertionSuccess();
 }
 
+/// The message of the exception `f` throws as E; "wrong exception type: ..." or "no exception"
+/// otherwise, so an EXPECT_THAT(error_of<E>(...), HasSubstr(...)) names what happened.
+template <class E, class Fn>
+std::string error_of(Fn f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    return std::string("wrong exception type: ") + e.what();
+  }
+  return "no exception";
+}
+
 }  // namespace gradlab::checks

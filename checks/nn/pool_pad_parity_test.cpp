@@ -16,6 +16,7 @@ namespace gradlab {
 namespace {
 
 using checks::d64;
+using checks::error_of;
 using checks::grad_ok;
 using checks::gradgrad_ok;
 using checks::rnd64;
@@ -25,18 +26,6 @@ namespace F = nn::functional;
 
 std::vector<double> vals(const Tensor& t) { return t.contiguous().to_vector<double>(); }
 std::vector<int64_t> ivals(const Tensor& t) { return t.contiguous().to_vector<int64_t>(); }
-
-template <class E, class Fn>
-std::string error_of(Fn f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("wrong exception type: ") + e.what();
-  }
-  return "no exception";
-}
 
 // ---- max pooling with indices -------------------------------------------------------------------
 
