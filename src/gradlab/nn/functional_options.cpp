@@ -92,10 +92,17 @@ Tensor conv_transpose2d(const Tensor& input, const Tensor& weight,
   return gradlab::conv_transpose2d(input, weight, o.bias(), o.stride(), o.padding(), o.output_padding(),
                                    o.groups(), o.dilation(), site);
 }
-Tensor max_pool2d(const Tensor& input, const MaxPool2dFuncOptions& o, Site site) {
-  GRADLAB_CHECK(!o.ceil_mode(), ValueError, "max_pool2d", "ceil_mode is not supported by gradlab",
+namespace {
+// gradlab's max pool ops have no ceil_mode: the options' flag is refused here, for every F:: form.
+void refuse_ceil_mode(const char* op, const MaxPool2dFuncOptions& o) {
+  GRADLAB_CHECK(!o.ceil_mode(), ValueError, op, "ceil_mode is not supported by gradlab",
                 "ceil_mode(false)", "ceil_mode(true)",
                 "pad the input on the bottom / right (F::pad, or padding) so the last window fits");
+}
+}  // namespace
+
+Tensor max_pool2d(const Tensor& input, const MaxPool2dFuncOptions& o, Site site) {
+  refuse_ceil_mode("max_pool2d", o);
   return gradlab::max_pool2d(input, o.kernel_size(), o.stride(), o.padding(), o.dilation(), site);
 }
 Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
@@ -231,9 +238,7 @@ Tensor kl_div(const Tensor& input, const Tensor& target, const KLDivFuncOptions&
 // ---- 1-D pools, max_pool2d_with_indices, pixel shuffle, instance norm, shrinks (pool-pad batch) --
 std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, const MaxPool2dFuncOptions& o,
                                                    Site site) {
-  GRADLAB_CHECK(!o.ceil_mode(), ValueError, "max_pool2d_with_indices", "ceil_mode is not supported by gradlab",
-                "ceil_mode(false)", "ceil_mode(true)",
-                "pad the input on the bottom / right (F::pad, or padding) so the last window fits");
+  refuse_ceil_mode("max_pool2d_with_indices", o);
   return gradlab::max_pool2d_with_indices(input, o.kernel_size(), o.stride(), o.padding(), o.dilation(), site);
 }
 Tensor max_pool1d(const Tensor& input, const MaxPool1dFuncOptions& o, Site site) {
